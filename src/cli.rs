@@ -1,0 +1,210 @@
+//! Argument parsing, progress bars and printing. Nothing depends on this module.
+
+use anyhow::{bail, Context, Result};
+use autotune::compile::Arch;
+use autotune::db::Database;
+use autotune::device::Device;
+use autotune::report;
+use autotune::search::Exhaustive;
+use autotune::shape::{Op, Shape};
+use autotune::template::Catalog;
+use autotune::timing::TimingSettings;
+use autotune::tune::{self, Phase, Progress, TuneOptions};
+use clap::Parser;
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// Finds the fastest CUDA SGEMM/SGEMV kernel configuration for a shape on this GPU and records
+/// it in a TOML tuning database.
+#[derive(Debug, Parser)]
+#[command(name = "autotune", version, about, long_about = None)]
+struct Args {
+    /// Problem shape: MxNxK for gemm (C = A B), MxK or Mx1xK for gemv (y = A x).
+    #[arg(long, short)]
+    shape: String,
+    /// Operation: gemm or gemv.
+    #[arg(long, default_value = "gemm")]
+    op: String,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Tuning database to update.
+    #[arg(long, default_value = "results/tuning.toml")]
+    db: PathBuf,
+    /// Rows of the results table.
+    #[arg(long, default_value_t = 10)]
+    top: usize,
+    /// Print the full report as JSON on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+    /// Enumerate, prune, instantiate and compile every candidate for --arch without a GPU.
+    #[arg(long)]
+    dry_run: bool,
+    /// Target arch for --dry-run, e.g. sm_90 (H100/H200), sm_89 (RTX 4060), sm_61 (GTX 1080 Ti).
+    #[arg(long)]
+    arch: Option<String>,
+    /// Tune only this family (repeatable); default: every family of the op.
+    #[arg(long = "family")]
+    families: Vec<String>,
+    /// Seed of the random validation and timing inputs.
+    #[arg(long, default_value_t = 0x5EED, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
+    seed: u64,
+    /// Fewer timing samples: faster, noisier.
+    #[arg(long)]
+    quick: bool,
+    /// Do not write the database.
+    #[arg(long)]
+    no_save: bool,
+    /// Read families from this directory (with templates/ and configs/spaces/) instead of the
+    /// ones built into the binary.
+    #[arg(long)]
+    spaces: Option<PathBuf>,
+}
+
+/// indicatif bars for the compile and benchmark phases.
+struct Bars {
+    multi: MultiProgress,
+    bars: Mutex<Vec<(Phase, ProgressBar)>>,
+}
+
+impl Bars {
+    fn new() -> Bars {
+        Bars {
+            multi: MultiProgress::new(),
+            bars: Mutex::new(Vec::new()),
+        }
+    }
+    fn with(&self, phase: Phase, f: impl FnOnce(&ProgressBar)) {
+        if let Ok(bars) = self.bars.lock() {
+            if let Some((_, b)) = bars.iter().find(|(p, _)| *p == phase) {
+                f(b);
+            }
+        }
+    }
+}
+
+impl Progress for Bars {
+    fn start(&self, phase: Phase, total: u64) {
+        let name = match phase {
+            Phase::Compile => "compile",
+            Phase::Benchmark => "benchmark",
+        };
+        let bar = self.multi.add(ProgressBar::new(total));
+        let style = ProgressStyle::with_template(
+            "{prefix:>9} [{bar:30}] {pos}/{len} {per_sec} {elapsed_precise} {wide_msg}",
+        )
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.set_prefix(name);
+        if let Ok(mut bars) = self.bars.lock() {
+            bars.push((phase, bar));
+        }
+    }
+    fn step(&self, phase: Phase, message: &str) {
+        self.with(phase, |b| {
+            b.set_message(message.to_string());
+            b.inc(1);
+        });
+    }
+    fn finish(&self, phase: Phase) {
+        self.with(phase, |b| b.finish_with_message("done"));
+    }
+}
+
+fn catalog(args: &Args) -> Result<Catalog> {
+    Ok(match &args.spaces {
+        Some(dir) => Catalog::from_dir(dir)
+            .with_context(|| format!("loading kernel families from {}", dir.display()))?,
+        None => Catalog::builtin().context("loading the built-in kernel families")?,
+    })
+}
+
+/// Runs the command line.
+pub fn main() -> Result<()> {
+    let args = Args::parse();
+    let op: Op = args.op.parse()?;
+    let shape = Shape::parse(op, &args.shape)?;
+    let catalog = catalog(&args)?;
+    let bars = Bars::new();
+
+    if args.dry_run {
+        let Some(arch) = &args.arch else {
+            bail!("--dry-run needs --arch sm_XY (e.g. sm_90 for an H100/H200, sm_61 for a GTX 1080 Ti)");
+        };
+        let arch: Arch = arch.parse()?;
+        let r = tune::dry_run(&catalog, op, shape, arch, &args.families, &bars)?;
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            print!("{}", report::dry_run_table(&r));
+        }
+        let failed: usize = r.families.iter().map(|f| f.failed.len()).sum();
+        if failed > 0 {
+            bail!("{failed} config(s) failed to compile for {}", r.arch);
+        }
+        return Ok(());
+    }
+    if args.arch.is_some() {
+        bail!(
+            "--arch only applies with --dry-run: a real run always compiles for the GPU's own arch"
+        );
+    }
+
+    // Load the database first: a corrupt file stops the run before any GPU time is spent.
+    let db = if args.no_save {
+        Database::new()
+    } else {
+        Database::load(&args.db)?
+    };
+    drop(db);
+
+    let dev = Device::open(args.device)?;
+    let opts = TuneOptions {
+        seed: args.seed,
+        timing: if args.quick {
+            TimingSettings::quick()
+        } else {
+            TimingSettings::default()
+        },
+        families: args.families.clone(),
+        budget: None,
+    };
+    eprintln!(
+        "tuning {op} {} on {} ({}), device {}",
+        shape.label(op),
+        dev.info.name,
+        dev.info.arch,
+        args.device
+    );
+    let r = tune::tune(&dev, &catalog, op, shape, &opts, &mut Exhaustive, &bars)?;
+    for f in &r.families {
+        eprintln!(
+            "space {}: {} configs, {} valid after pruning",
+            f.family, f.total, f.valid
+        );
+    }
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&r)?);
+    } else {
+        print!("{}", report::tune_table(&r, args.top));
+    }
+    let Some(entry) = r.to_entry(&tune::utc_now_rfc3339()) else {
+        bail!(
+            "no candidate validated for {op} {}: every one of {} failed (see the reasons above); the database was not changed",
+            shape.label(op),
+            r.results.len()
+        );
+    };
+    if !args.no_save {
+        let gpu = r.gpu.clone();
+        Database::update_file(&args.db, |db| {
+            db.upsert_gpu(gpu);
+            db.upsert(entry);
+            Ok(())
+        })?;
+        eprintln!("wrote {}", args.db.display());
+    }
+    Ok(())
+}

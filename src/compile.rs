@@ -1,0 +1,303 @@
+//! NVRTC: options per arch, parallel compilation to cubin, and compile errors with their log.
+//!
+//! Kernels are compiled for the real arch (`--gpu-architecture=sm_XY`) and loaded as cubin, so
+//! the driver does no JIT at load time, and a newer NVRTC than the driver still works.
+
+use crate::template::Source;
+use cudarc::nvrtc::result as nvrtc;
+use cudarc::nvrtc::sys;
+use rayon::prelude::*;
+use std::ffi::{CStr, CString};
+use std::fmt;
+use std::str::FromStr;
+use std::time::Instant;
+
+/// A compute capability, written `sm_XY`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Arch {
+    /// Major version.
+    pub major: u32,
+    /// Minor version.
+    pub minor: u32,
+}
+
+impl Arch {
+    /// `major * 10 + minor`, e.g. 90.
+    pub fn number(&self) -> u32 {
+        self.major * 10 + self.minor
+    }
+}
+
+impl fmt::Display for Arch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "sm_{}{}", self.major, self.minor)
+    }
+}
+
+impl FromStr for Arch {
+    type Err = CompileError;
+    fn from_str(s: &str) -> Result<Arch, CompileError> {
+        let bad = || CompileError::BadArch(s.to_string());
+        let digits = s
+            .trim()
+            .strip_prefix("sm_")
+            .or_else(|| s.trim().strip_prefix("compute_"))
+            .unwrap_or(s.trim());
+        if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
+            return Err(bad());
+        }
+        let (maj, min) = digits.split_at(digits.len() - 1);
+        Ok(Arch {
+            major: maj.parse().map_err(|_| bad())?,
+            minor: min.parse().map_err(|_| bad())?,
+        })
+    }
+}
+
+/// Why compilation failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum CompileError {
+    /// libnvrtc could not be loaded.
+    #[error("the NVRTC library (libnvrtc.so) was not found: install NVRTC from CUDA 12 or 13 (e.g. `pip install nvidia-cuda-nvrtc` for CUDA 13, or `nvidia-cuda-nvrtc-cu12` for CUDA 12, which is needed for sm_61) and put its lib directory on LD_LIBRARY_PATH")]
+    NvrtcMissing,
+    /// Not an arch name.
+    #[error("'{0}' is not an arch: write sm_XY, e.g. sm_90 (H100/H200), sm_89 (RTX 4060), sm_61 (GTX 1080 Ti)")]
+    BadArch(String),
+    /// The loaded NVRTC cannot target the arch.
+    #[error("NVRTC {nvrtc} cannot compile for {arch} (it supports {supported}){hint}")]
+    UnsupportedArch {
+        /// The arch asked for.
+        arch: Arch,
+        /// The loaded NVRTC version.
+        nvrtc: String,
+        /// The archs it supports.
+        supported: String,
+        /// What to do.
+        hint: &'static str,
+    },
+    /// NVRTC rejected the kernel.
+    #[error("kernel {kernel} failed to compile for {arch} ({options}):\n{log}")]
+    Failed {
+        /// The kernel name.
+        kernel: String,
+        /// The target.
+        arch: Arch,
+        /// The options passed.
+        options: String,
+        /// NVRTC's log.
+        log: String,
+    },
+    /// An NVRTC call other than the compilation itself failed.
+    #[error("NVRTC {step} failed for kernel {kernel}: {code}")]
+    Internal {
+        /// The kernel name.
+        kernel: String,
+        /// Which call.
+        step: &'static str,
+        /// The status it returned.
+        code: String,
+    },
+}
+
+/// A compiled kernel image.
+#[derive(Debug, Clone)]
+pub struct Compiled {
+    /// The `extern "C"` name to load.
+    pub kernel_name: String,
+    /// The target arch.
+    pub arch: Arch,
+    /// The cubin.
+    pub cubin: Vec<u8>,
+    /// Wall time NVRTC took, milliseconds.
+    pub compile_ms: f64,
+}
+
+fn ensure_nvrtc() -> Result<(), CompileError> {
+    // cudarc panics when it cannot load libnvrtc: check first.
+    if unsafe { sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(CompileError::NvrtcMissing)
+    }
+}
+
+/// The loaded NVRTC's version as `major.minor`.
+pub fn nvrtc_version() -> Result<String, CompileError> {
+    ensure_nvrtc()?;
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: the library is loaded and both out-pointers are valid.
+    let rc = unsafe { sys::nvrtcVersion(&mut major, &mut minor) };
+    if rc != sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(CompileError::Internal {
+            kernel: String::new(),
+            step: "nvrtcVersion",
+            code: format!("{rc:?}"),
+        });
+    }
+    Ok(format!("{major}.{minor}"))
+}
+
+/// The archs the loaded NVRTC can target, as numbers (e.g. 75, 80, 90).
+pub fn supported_archs() -> Result<Vec<u32>, CompileError> {
+    ensure_nvrtc()?;
+    let internal = |step, rc: sys::nvrtcResult| CompileError::Internal {
+        kernel: String::new(),
+        step,
+        code: format!("{rc:?}"),
+    };
+    let mut n = 0;
+    // SAFETY: library loaded; valid out-pointer.
+    let rc = unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) };
+    if rc != sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(internal("nvrtcGetNumSupportedArchs", rc));
+    }
+    let mut archs = vec![0i32; n.max(0) as usize];
+    // SAFETY: `archs` has room for the `n` entries NVRTC reported.
+    let rc = unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) };
+    if rc != sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(internal("nvrtcGetSupportedArchs", rc));
+    }
+    Ok(archs.into_iter().map(|a| a.max(0) as u32).collect())
+}
+
+/// Checks that the loaded NVRTC can target `arch`, with advice when it cannot.
+pub fn check_arch(arch: Arch) -> Result<(), CompileError> {
+    let supported = supported_archs()?;
+    if supported.contains(&arch.number()) {
+        return Ok(());
+    }
+    let nvrtc = nvrtc_version()?;
+    let oldest = supported.iter().min().copied().unwrap_or(0);
+    Err(CompileError::UnsupportedArch {
+        arch,
+        nvrtc,
+        supported: match (supported.first(), supported.last()) {
+            (Some(a), Some(b)) => format!("sm_{a} to sm_{b}"),
+            _ => "no arch".into(),
+        },
+        hint: if arch.number() < oldest {
+            ": NVRTC 13 dropped archs older than sm_75; for a GTX 1080 Ti (sm_61) use NVRTC 12 (pip install nvidia-cuda-nvrtc-cu12) with its lib directory first on LD_LIBRARY_PATH"
+        } else {
+            ": use a newer NVRTC"
+        },
+    })
+}
+
+/// The NVRTC options for `arch`.
+pub fn options(arch: Arch) -> Vec<String> {
+    vec![
+        format!("--gpu-architecture={arch}"),
+        "--std=c++17".into(),
+        "-DAUTOTUNE=1".into(),
+    ]
+}
+
+struct Program(sys::nvrtcProgram);
+
+impl Drop for Program {
+    fn drop(&mut self) {
+        // SAFETY: created by create_program and destroyed only here.
+        let _ = unsafe { nvrtc::destroy_program(self.0) };
+    }
+}
+
+/// Compiles one kernel to cubin for `arch`. Call [`check_arch`] once first for a clear
+/// message when the arch is unsupported.
+pub fn compile(source: &Source, arch: Arch) -> Result<Compiled, CompileError> {
+    ensure_nvrtc()?;
+    let start = Instant::now();
+    let kernel = source.kernel_name.clone();
+    let internal = |step: &'static str, code: String| CompileError::Internal {
+        kernel: kernel.clone(),
+        step,
+        code,
+    };
+    let src = CString::new(source.code.as_bytes())
+        .map_err(|_| internal("create (source has a NUL byte)", String::new()))?;
+    let name = CString::new(format!("{}.cu", source.kernel_name))
+        .map_err(|_| internal("create (name has a NUL byte)", String::new()))?;
+    let prog = Program(
+        nvrtc::create_program(&src, Some(&name))
+            .map_err(|e| internal("nvrtcCreateProgram", format!("{e:?}")))?,
+    );
+    let opts = options(arch);
+    // SAFETY: `prog` is a live program.
+    if let Err(e) = unsafe { nvrtc::compile_program(prog.0, &opts) } {
+        // SAFETY: as above.
+        let log = unsafe { nvrtc::get_program_log(prog.0) }
+            .map(|raw| {
+                // SAFETY: NVRTC's log is NUL-terminated.
+                unsafe { CStr::from_ptr(raw.as_ptr()) }
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .unwrap_or_else(|_| format!("(no log; status {e:?})"));
+        return Err(CompileError::Failed {
+            kernel: source.kernel_name.clone(),
+            arch,
+            options: opts.join(" "),
+            log: log.trim().to_string(),
+        });
+    }
+    let mut size = 0usize;
+    // SAFETY: compiled program, valid out-pointer.
+    let rc = unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) };
+    if rc != sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(internal("nvrtcGetCUBINSize", format!("{rc:?}")));
+    }
+    let mut cubin = vec![0u8; size];
+    // SAFETY: `cubin` has the size NVRTC reported.
+    let rc = unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr().cast()) };
+    if rc != sys::nvrtcResult::NVRTC_SUCCESS {
+        return Err(internal("nvrtcGetCUBIN", format!("{rc:?}")));
+    }
+    Ok(Compiled {
+        kernel_name: source.kernel_name.clone(),
+        arch,
+        cubin,
+        compile_ms: start.elapsed().as_secs_f64() * 1e3,
+    })
+}
+
+/// Compiles every source in parallel (rayon). Each result stands alone: one failure never
+/// stops the others. `on_done` is called as each finishes (for progress bars).
+pub fn compile_all(
+    sources: &[Source],
+    arch: Arch,
+    on_done: &(dyn Fn(&Result<Compiled, CompileError>) + Sync),
+) -> Vec<Result<Compiled, CompileError>> {
+    sources
+        .par_iter()
+        .map(|s| {
+            let r = compile(s, arch);
+            on_done(&r);
+            r
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_arch_names() {
+        assert_eq!(
+            "sm_90".parse::<Arch>().unwrap(),
+            Arch { major: 9, minor: 0 }
+        );
+        assert_eq!("sm_61".parse::<Arch>().unwrap().to_string(), "sm_61");
+        assert_eq!(
+            "120".parse::<Arch>().unwrap(),
+            Arch {
+                major: 12,
+                minor: 0
+            }
+        );
+        assert!("sm_9".parse::<Arch>().is_err());
+        assert!("hopper".parse::<Arch>().is_err());
+        assert!(
+            options(Arch { major: 9, minor: 0 }).contains(&"--gpu-architecture=sm_90".to_string())
+        );
+    }
+}

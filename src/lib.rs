@@ -1,0 +1,31 @@
+//! # autotune
+//!
+//! Finds the fastest tile parameters for CUDA SGEMM and SGEMV kernels on the GPU at hand, per
+//! matrix shape, and writes them to a TOML tuning database that a product ships and loads.
+//!
+//! The flow of one run: shape + op → parameter spaces (`configs/spaces/*.toml`, [`space`]) →
+//! pruning → instantiation of `templates/*.cu` ([`template`]) → NVRTC in parallel
+//! ([`compile`]) → validation against a float64 reference and timing against cuBLAS
+//! ([`runner`], [`verify`], [`timing`]) → search ([`search`], [`tune`]) → database ([`db`]) →
+//! report ([`report`]).
+//!
+//! Pure modules (`shape`, `expr`, `space`, `template`, `db`, `search`, `timing`, `verify`,
+//! `report`) need no GPU; only `device`, `compile` and `runner` touch CUDA.
+
+#![warn(missing_docs)]
+
+pub mod compile;
+pub mod db;
+pub mod device;
+pub mod expr;
+pub mod report;
+pub mod runner;
+pub mod search;
+pub mod shape;
+pub mod space;
+pub mod template;
+pub mod timing;
+pub mod tune;
+pub mod verify;
+
+pub use shape::{Op, Shape};

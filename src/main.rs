@@ -1,0 +1,27 @@
+//! The `autotune` command line: a thin layer over the library.
+mod cli;
+
+fn main() {
+    // cudarc panics when a CUDA library cannot be loaded; the library checks first, and this
+    // hook turns anything that slips through into one readable line.
+    std::panic::set_hook(Box::new(|info| {
+        let msg = info
+            .payload()
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| info.payload().downcast_ref::<&str>().copied())
+            .unwrap_or("unknown panic");
+        eprintln!("Error: internal failure: {msg}");
+        if msg.contains("Unable to dynamically load") {
+            eprintln!("A CUDA library is missing: install the NVIDIA driver (libcuda), NVRTC and cuBLAS from CUDA 12 or 13, and put their lib directories on LD_LIBRARY_PATH.");
+        }
+    }));
+    match std::panic::catch_unwind(cli::main) {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => {
+            eprintln!("Error: {e:#}");
+            std::process::exit(1);
+        }
+        Err(_) => std::process::exit(101),
+    }
+}

@@ -1,0 +1,197 @@
+//! Text tables of tuning results and dry runs. Pure: formats what other modules measured.
+
+use crate::shape::Op;
+use crate::tune::{DryRunReport, TuneReport};
+use std::fmt::Write;
+
+/// A plain text table with right-aligned numeric columns.
+#[derive(Debug, Clone, Default)]
+pub struct Table {
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    left: Vec<bool>,
+}
+
+impl Table {
+    /// A table with these column names; `left` marks left-aligned (text) columns.
+    pub fn new(header: &[&str], left: &[bool]) -> Table {
+        Table {
+            header: header.iter().map(|s| s.to_string()).collect(),
+            rows: Vec::new(),
+            left: left.to_vec(),
+        }
+    }
+
+    /// Adds a row.
+    pub fn row(&mut self, cells: Vec<String>) {
+        self.rows.push(cells);
+    }
+
+    /// Renders with two spaces between columns.
+    pub fn render(&self) -> String {
+        let cols = self.header.len();
+        let mut width = vec![0; cols];
+        for r in std::iter::once(&self.header).chain(&self.rows) {
+            for (i, c) in r.iter().enumerate().take(cols) {
+                width[i] = width[i].max(c.chars().count());
+            }
+        }
+        let mut out = String::new();
+        for r in std::iter::once(&self.header).chain(&self.rows) {
+            let line: Vec<String> = (0..cols)
+                .map(|i| {
+                    let c = r.get(i).map(String::as_str).unwrap_or("");
+                    if self.left.get(i).copied().unwrap_or(false) {
+                        format!("{c:<w$}", w = width[i])
+                    } else {
+                        format!("{c:>w$}", w = width[i])
+                    }
+                })
+                .collect();
+            let _ = writeln!(out, "{}", line.join("  ").trim_end());
+        }
+        out
+    }
+}
+
+fn unit(op: Op) -> &'static str {
+    match op {
+        Op::Gemm => "GFLOP/s",
+        Op::Gemv => "GB/s",
+    }
+}
+
+/// The top `top` configs of a run, with cuBLAS, as a table, then the failure summary.
+pub fn tune_table(r: &TuneReport, top: usize) -> String {
+    let peak = match r.op {
+        Op::Gemm => "% FP32 peak",
+        Op::Gemv => "% copy BW",
+    };
+    let mut t = Table::new(
+        &[
+            "#",
+            "family",
+            "params",
+            "median ms",
+            "min ms",
+            "spread %",
+            unit(r.op),
+            "x cuBLAS",
+            peak,
+        ],
+        &[false, true, true],
+    );
+    let pct = |ms: f64| {
+        r.pct_of_peak(ms)
+            .map_or("-".to_string(), |p| format!("{p:.1}"))
+    };
+    for (i, c) in r.ranked().into_iter().take(top).enumerate() {
+        if let Ok(m) = &c.outcome {
+            let ms = m.stats.median_ms;
+            t.row(vec![
+                (i + 1).to_string(),
+                c.family.clone(),
+                c.params
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(" "),
+                format!("{ms:.4}"),
+                format!("{:.4}", m.stats.min_ms),
+                format!("{:.1}", m.stats.spread_pct),
+                format!("{:.1}", r.throughput(ms)),
+                format!("{:.3}", r.baseline.median_ms / ms),
+                pct(ms),
+            ]);
+        }
+    }
+    let b = &r.baseline;
+    t.row(vec![
+        "-".into(),
+        "cuBLAS".into(),
+        "(baseline)".into(),
+        format!("{:.4}", b.median_ms),
+        format!("{:.4}", b.min_ms),
+        format!("{:.1}", b.spread_pct),
+        format!("{:.1}", r.throughput(b.median_ms)),
+        "1.000".into(),
+        pct(b.median_ms),
+    ]);
+    let mut out = format!(
+        "{} {} on {} ({}, {} SMs, {} MHz), {} candidates, seed {}, tolerance {:.2e}\n",
+        r.op,
+        r.shape.label(r.op),
+        r.gpu.name,
+        r.gpu.arch,
+        r.gpu.sms,
+        r.gpu.clock_mhz,
+        r.results.len(),
+        r.seed,
+        r.tolerance
+    );
+    out.push_str(&t.render());
+    let failures: Vec<_> = r.failures().collect();
+    if !failures.is_empty() {
+        let _ = writeln!(out, "{} candidate(s) failed:", failures.len());
+        for f in failures.iter().take(10) {
+            if let Err(e) = &f.outcome {
+                let first = e.reason.lines().next().unwrap_or_default();
+                let _ = writeln!(out, "  {} [{:?}] {}", f.kernel, e.stage, first);
+            }
+        }
+        if failures.len() > 10 {
+            let _ = writeln!(out, "  ... and {} more (see --json)", failures.len() - 10);
+        }
+    }
+    let _ = writeln!(
+        out,
+        "wall time {:.1} s (compile {:.1} s, validate + time {:.1} s)",
+        r.wall_s, r.compile_s, r.bench_s
+    );
+    out
+}
+
+/// Per-family counts of a dry run.
+pub fn dry_run_table(r: &DryRunReport) -> String {
+    let mut t = Table::new(
+        &["family", "configs", "valid", "compiled", "failed"],
+        &[true],
+    );
+    for f in &r.families {
+        t.row(vec![
+            f.count.family.clone(),
+            f.count.total.to_string(),
+            f.count.valid.to_string(),
+            f.compiled.to_string(),
+            f.failed.len().to_string(),
+        ]);
+    }
+    let mut out = format!(
+        "dry run: {} {} for {} with NVRTC {}\n",
+        r.op,
+        r.shape.label(r.op),
+        r.arch,
+        r.nvrtc
+    );
+    out.push_str(&t.render());
+    for f in &r.families {
+        for (k, why) in &f.failed {
+            let _ = writeln!(out, "compile failure {k}:\n{why}");
+        }
+    }
+    let _ = writeln!(out, "wall time {:.1} s", r.wall_s);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn table_aligns_columns() {
+        let mut t = Table::new(&["name", "ms"], &[true, false]);
+        t.row(vec!["a".into(), "1.5".into()]);
+        t.row(vec!["longer".into(), "10.25".into()]);
+        assert_eq!(t.render(), "name       ms\na         1.5\nlonger  10.25\n");
+    }
+}

@@ -1,0 +1,581 @@
+//! Loads, validates and times candidates on a GPU, and times cuBLAS the same way in the same
+//! process as the baseline.
+//!
+//! A [`Bench`] owns one problem: random inputs (seeded), the output buffer, the float64
+//! reference and an L2-flush buffer. Every timed sample is: flush L2, record a start event,
+//! (zero the output if the family needs it,) launch, record an end event. All samples are
+//! queued before one synchronisation, so host launch overhead never shows in the numbers.
+
+use crate::compile::Compiled;
+use crate::device::{Device, DeviceError, DriverContext};
+use crate::shape::{Op, Shape};
+use crate::space::Launch;
+use crate::timing::{Stats, TimingSettings};
+use crate::verify;
+use cudarc::cublas::sys::{cublasMath_t, cublasOperation_t};
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{
+    CudaEvent, CudaFunction, CudaSlice, DevicePtrMut, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+
+/// Largest `M*N*K` whose GEMM reference is computed on the CPU; larger ones use cuBLAS DGEMM.
+const CPU_REFERENCE_MAX_MACS: u64 = 1 << 27;
+
+/// Why the bench as a whole cannot go on (as opposed to one candidate failing).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The GPU could not be used.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// libcublas could not be loaded.
+    #[error("the cuBLAS library (libcublas.so) was not found: it is the baseline every result is compared with; install the CUDA toolkit's cuBLAS (or `pip install nvidia-cublas`) and put its lib directory on LD_LIBRARY_PATH")]
+    NoCublas,
+    /// A cuBLAS call failed.
+    #[error("cuBLAS {what} failed: {message}")]
+    Cublas {
+        /// The call.
+        what: &'static str,
+        /// Its status.
+        message: String,
+    },
+    /// The problem does not fit the device's memory.
+    #[error("shape {shape} needs {need_mib} MiB of device memory (inputs, output, reference and L2 flush buffer) but device {ordinal} has {free_mib} MiB free: use a smaller shape or another --device")]
+    TooLarge {
+        /// The shape's label.
+        shape: String,
+        /// What it needs.
+        need_mib: u64,
+        /// What is free.
+        free_mib: u64,
+        /// The device.
+        ordinal: usize,
+    },
+    /// cuBLAS itself disagreed with the reference: the reference or the buffers are wrong.
+    #[error("cuBLAS's result failed validation ({0}): the reference is not trustworthy, so no result would be")]
+    BaselineInvalid(String),
+    /// A kernel broke the CUDA context (e.g. an illegal address): nothing more can run in
+    /// this process.
+    #[error("kernel {kernel} broke the CUDA context ({reason}); results so far are lost for this run. Exclude it with --exclude or report the config")]
+    ContextLost {
+        /// The kernel.
+        kernel: String,
+        /// The driver's error.
+        reason: String,
+    },
+}
+
+/// Where a candidate failed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Stage {
+    /// NVRTC.
+    Compile,
+    /// Module load or function lookup.
+    Load,
+    /// The launch was refused or the kernel errored.
+    Launch,
+    /// Its output was wrong.
+    Validate,
+    /// Timing failed.
+    Time,
+}
+
+/// A candidate that could not be measured, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Failure {
+    /// Where it failed.
+    pub stage: Stage,
+    /// The reason, with the compiler log or driver error.
+    pub reason: String,
+}
+
+/// A measured candidate.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Measured {
+    /// Time statistics.
+    pub stats: Stats,
+    /// Largest relative error seen in validation.
+    pub max_rel_error: f64,
+    /// Registers per thread.
+    pub registers: i32,
+    /// Local memory per thread (spills), bytes.
+    pub local_bytes: i32,
+}
+
+/// A kernel loaded into the context, ready to launch.
+pub struct Loaded {
+    func: CudaFunction,
+    launch: Launch,
+    name: String,
+    registers: i32,
+    local_bytes: i32,
+}
+
+impl Loaded {
+    /// The kernel name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+enum Work<'k> {
+    Cublas,
+    Kernel(&'k Loaded),
+}
+
+/// One problem on one GPU: inputs, output, reference, baseline.
+pub struct Bench<'d> {
+    dev: &'d Device,
+    op: Op,
+    shape: Shape,
+    a: CudaSlice<f32>,
+    b: CudaSlice<f32>,
+    out: CudaSlice<f32>,
+    flush: Option<CudaSlice<u8>>,
+    reference: Vec<f64>,
+    bound: Vec<f64>,
+    blas: CudaBlas,
+    events: Vec<(CudaEvent, CudaEvent)>,
+    settings: TimingSettings,
+    seed: u64,
+    tolerance: f64,
+}
+
+fn blas_err(what: &'static str) -> impl Fn(cudarc::cublas::result::CublasError) -> RunError {
+    move |e| RunError::Cublas {
+        what,
+        message: format!("{e:?}"),
+    }
+}
+
+impl<'d> Bench<'d> {
+    /// Bytes of device memory a bench for `op` on `shape` needs on `dev`.
+    pub fn memory_needed(dev: &Device, op: Op, shape: Shape) -> u64 {
+        let buffers = shape.buffer_bytes(op);
+        let flush = 2 * dev.info.l2_bytes;
+        let gpu_ref = if op == Op::Gemm && shape.m * shape.n * shape.k > CPU_REFERENCE_MAX_MACS {
+            2 * buffers
+        } else {
+            0
+        };
+        buffers + flush + gpu_ref + (64 << 20)
+    }
+
+    /// Allocates and fills the problem, computes the reference. `seed` picks the inputs.
+    pub fn new(
+        dev: &'d Device,
+        op: Op,
+        shape: Shape,
+        seed: u64,
+        settings: TimingSettings,
+    ) -> Result<Bench<'d>, RunError> {
+        let need = Self::memory_needed(dev, op, shape);
+        let free = dev.free_memory()?;
+        if need > free {
+            return Err(RunError::TooLarge {
+                shape: shape.label(op),
+                need_mib: need >> 20,
+                free_mib: free >> 20,
+                ordinal: dev.info.ordinal,
+            });
+        }
+        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+            return Err(RunError::NoCublas);
+        }
+        let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+        let a_host = verify::random_values(m * k, seed, 0);
+        let b_host = verify::random_values(k * n, seed, 1);
+        let s = &dev.stream;
+        let a = s.clone_htod(&a_host).during("uploading A")?;
+        let b = s.clone_htod(&b_host).during("uploading B")?;
+        let out = s
+            .alloc_zeros::<f32>(m * n)
+            .during("allocating the output")?;
+        let flush = if settings.flush_l2 && dev.info.l2_bytes > 0 {
+            Some(
+                s.alloc_zeros::<u8>(2 * dev.info.l2_bytes as usize)
+                    .during("allocating the L2 flush buffer")?,
+            )
+        } else {
+            None
+        };
+        let blas = CudaBlas::new(s.clone()).map_err(blas_err("handle creation"))?;
+        // Plain FP32 for the baseline: no TF32 tensor-core shortcuts.
+        // SAFETY: the handle is live; the mode is a valid enum value.
+        let rc = unsafe {
+            cudarc::cublas::sys::cublasSetMathMode(
+                *blas.handle(),
+                cublasMath_t::CUBLAS_DEFAULT_MATH,
+            )
+        };
+        if rc != cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(RunError::Cublas {
+                what: "cublasSetMathMode",
+                message: format!("{rc:?}"),
+            });
+        }
+        let (reference, bound) = match op {
+            Op::Gemv => verify::gemv_reference(m, k, &a_host, &b_host),
+            Op::Gemm if shape.m * shape.n * shape.k <= CPU_REFERENCE_MAX_MACS => {
+                verify::gemm_reference(m, n, k, &a_host, &b_host)
+            }
+            Op::Gemm => gpu_dgemm_reference(dev, &blas, shape, &a_host, &b_host)?,
+        };
+        let mut events = Vec::new();
+        for _ in 0..settings.max_samples.max(settings.min_samples).max(1) {
+            let ev = || {
+                dev.ctx
+                    .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                    .during("creating events")
+            };
+            events.push((ev()?, ev()?));
+        }
+        Ok(Bench {
+            dev,
+            op,
+            shape,
+            a,
+            b,
+            out,
+            flush,
+            reference,
+            bound,
+            blas,
+            events,
+            settings,
+            seed,
+            tolerance: verify::tolerance(shape.k),
+        })
+    }
+
+    /// The seed of the inputs.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The tolerance validation applies.
+    pub fn tolerance(&self) -> f64 {
+        self.tolerance
+    }
+
+    /// Loads a compiled kernel and prepares its launch.
+    pub fn load(&self, compiled: &Compiled, launch: Launch) -> Result<Loaded, Failure> {
+        let fail = |reason: String| Failure {
+            stage: Stage::Load,
+            reason,
+        };
+        let module = self
+            .dev
+            .ctx
+            .load_module(Ptx::from_binary(compiled.cubin.clone()))
+            .map_err(|e| fail(format!("module load: {e:?}")))?;
+        let func = module.load_function(&compiled.kernel_name).map_err(|e| {
+            fail(format!(
+                "function {} not found: {e:?}",
+                compiled.kernel_name
+            ))
+        })?;
+        if launch.dynamic_shared_bytes > 48 * 1024 {
+            func.set_attribute(
+                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                launch.dynamic_shared_bytes as i32,
+            )
+            .map_err(|e| fail(format!("raising the dynamic shared memory limit: {e:?}")))?;
+        }
+        Ok(Loaded {
+            registers: func.num_regs().unwrap_or(-1),
+            local_bytes: func.local_size_bytes().unwrap_or(-1),
+            name: compiled.kernel_name.clone(),
+            func,
+            launch,
+        })
+    }
+
+    fn flush_l2(&mut self) -> Result<(), RunError> {
+        if let Some(f) = self.flush.as_mut() {
+            self.dev.stream.memset_zeros(f).during("flushing L2")?;
+        }
+        Ok(())
+    }
+
+    fn enqueue(&mut self, work: &Work) -> Result<(), String> {
+        let (m, n, k) = (
+            self.shape.m as i32,
+            self.shape.n as i32,
+            self.shape.k as i32,
+        );
+        match work {
+            Work::Cublas => match self.op {
+                // Row-major C = A B is column-major C^T = B^T A^T.
+                Op::Gemm => unsafe {
+                    self.blas.gemm(
+                        GemmConfig {
+                            transa: cublasOperation_t::CUBLAS_OP_N,
+                            transb: cublasOperation_t::CUBLAS_OP_N,
+                            m: n,
+                            n: m,
+                            k,
+                            alpha: 1.0f32,
+                            lda: n,
+                            ldb: k,
+                            beta: 0.0,
+                            ldc: n,
+                        },
+                        &self.b,
+                        &self.a,
+                        &mut self.out,
+                    )
+                },
+                // Row-major A (M x K) is column-major A^T (K x M): y = (A^T)^T x.
+                Op::Gemv => unsafe {
+                    self.blas.gemv(
+                        GemvConfig {
+                            trans: cublasOperation_t::CUBLAS_OP_T,
+                            m: k,
+                            n: m,
+                            alpha: 1.0f32,
+                            lda: k,
+                            incx: 1,
+                            beta: 0.0,
+                            incy: 1,
+                        },
+                        &self.a,
+                        &self.b,
+                        &mut self.out,
+                    )
+                },
+            }
+            .map_err(|e| format!("cuBLAS: {e:?}")),
+            Work::Kernel(kern) => {
+                let s = &self.dev.stream;
+                if kern.launch.zero_output {
+                    s.memset_zeros(&mut self.out)
+                        .map_err(|e| format!("zeroing the output: {e:?}"))?;
+                }
+                let cfg = LaunchConfig {
+                    grid_dim: kern.launch.grid,
+                    block_dim: kern.launch.block,
+                    shared_mem_bytes: kern.launch.dynamic_shared_bytes,
+                };
+                let mut lb = s.launch_builder(&kern.func);
+                match self.op {
+                    Op::Gemm => {
+                        lb.arg(&m).arg(&n).arg(&k);
+                    }
+                    Op::Gemv => {
+                        lb.arg(&m).arg(&k);
+                    }
+                }
+                lb.arg(&self.a).arg(&self.b).arg(&mut self.out);
+                // SAFETY: the argument list matches the op's kernel signature, and every
+                // template bounds-checks against M, N, K.
+                unsafe { lb.launch(cfg) }
+                    .map(|_| ())
+                    .map_err(|e| format!("launch {:?}: {e:?}", kern.launch))
+            }
+        }
+    }
+
+    /// After a failure: is the context still usable?
+    fn check_context(&self, kernel: &str) -> Result<(), RunError> {
+        self.dev
+            .stream
+            .synchronize()
+            .map_err(|e| RunError::ContextLost {
+                kernel: kernel.to_string(),
+                reason: format!("{e:?}"),
+            })
+    }
+
+    fn validate(&mut self, work: &Work) -> Result<Result<f64, Failure>, RunError> {
+        let name = match work {
+            Work::Cublas => "cuBLAS".to_string(),
+            Work::Kernel(k) => k.name.clone(),
+        };
+        // Poison with NaN (all bits set) so unwritten elements fail.
+        {
+            let s = &self.dev.stream;
+            let bytes = self.out.len() * 4;
+            let (ptr, _sync) = self.out.device_ptr_mut(s);
+            // SAFETY: ptr is a live allocation of `bytes` bytes on this stream.
+            unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xFF, bytes, s.cu_stream()) }
+                .during("poisoning the output")?;
+        }
+        if let Err(reason) = self.enqueue(work) {
+            self.check_context(&name)?;
+            return Ok(Err(Failure {
+                stage: Stage::Launch,
+                reason,
+            }));
+        }
+        if let Err(e) = self.dev.stream.synchronize() {
+            return Err(RunError::ContextLost {
+                kernel: name,
+                reason: format!("{e:?}"),
+            });
+        }
+        let out = self
+            .dev
+            .stream
+            .clone_dtoh(&self.out)
+            .during("downloading the output")?;
+        let cols = if self.op == Op::Gemm {
+            self.shape.n as usize
+        } else {
+            1
+        };
+        Ok(
+            verify::compare(&out, &self.reference, &self.bound, cols, self.tolerance).map_err(
+                |m| Failure {
+                    stage: Stage::Validate,
+                    reason: m.to_string(),
+                },
+            ),
+        )
+    }
+
+    fn time(&mut self, work: &Work) -> Result<Result<Stats, Failure>, RunError> {
+        let name = match work {
+            Work::Cublas => "cuBLAS".to_string(),
+            Work::Kernel(k) => k.name.clone(),
+        };
+        let fail = |reason: String| Failure {
+            stage: Stage::Time,
+            reason,
+        };
+        for _ in 0..self.settings.warmup {
+            self.flush_l2()?;
+            if let Err(r) = self.enqueue(work) {
+                self.check_context(&name)?;
+                return Ok(Err(fail(r)));
+            }
+        }
+        // One timed run estimates how many samples fit the budget.
+        self.flush_l2()?;
+        let est = self.sample_batch(work, 1, &name)?;
+        let est = match est {
+            Ok(v) => v[0],
+            Err(f) => return Ok(Err(f)),
+        };
+        let n = self.settings.samples_for(est) as usize;
+        Ok(self
+            .sample_batch(work, n, &name)?
+            .and_then(|v| Stats::from_samples(&v).ok_or_else(|| fail("no valid samples".into()))))
+    }
+
+    fn sample_batch(
+        &mut self,
+        work: &Work,
+        n: usize,
+        name: &str,
+    ) -> Result<Result<Vec<f64>, Failure>, RunError> {
+        let n = n.min(self.events.len());
+        for i in 0..n {
+            self.flush_l2()?;
+            self.events[i]
+                .0
+                .record(&self.dev.stream)
+                .during("recording an event")?;
+            if let Err(reason) = self.enqueue(work) {
+                self.check_context(name)?;
+                return Ok(Err(Failure {
+                    stage: Stage::Time,
+                    reason,
+                }));
+            }
+            self.events[i]
+                .1
+                .record(&self.dev.stream)
+                .during("recording an event")?;
+        }
+        self.check_context(name)?;
+        let mut v = Vec::with_capacity(n);
+        for (s, e) in &self.events[..n] {
+            v.push(s.elapsed_ms(e).during("reading event times")? as f64);
+        }
+        Ok(Ok(v))
+    }
+
+    /// Validates and times cuBLAS: the baseline. A baseline that fails validation means the
+    /// reference is wrong, which stops the run.
+    pub fn baseline(&mut self) -> Result<(Stats, f64), RunError> {
+        let err = match self.validate(&Work::Cublas)? {
+            Ok(e) => e,
+            Err(f) => {
+                return Err(match f.stage {
+                    Stage::Validate => RunError::BaselineInvalid(f.reason),
+                    _ => RunError::Cublas {
+                        what: "baseline",
+                        message: f.reason,
+                    },
+                })
+            }
+        };
+        match self.time(&Work::Cublas)? {
+            Ok(stats) => Ok((stats, err)),
+            Err(f) => Err(RunError::Cublas {
+                what: "timing",
+                message: f.reason,
+            }),
+        }
+    }
+
+    /// Validates, then times, a loaded kernel. A wrong result is never timed.
+    pub fn evaluate(&mut self, kernel: &Loaded) -> Result<Result<Measured, Failure>, RunError> {
+        let work = Work::Kernel(kernel);
+        let err = match self.validate(&work)? {
+            Ok(e) => e,
+            Err(f) => return Ok(Err(f)),
+        };
+        Ok(self.time(&work)?.map(|stats| Measured {
+            stats,
+            max_rel_error: err,
+            registers: kernel.registers,
+            local_bytes: kernel.local_bytes,
+        }))
+    }
+}
+
+/// Float64 reference on the GPU with cuBLAS DGEMM: the values, then the bound from |A| |B|.
+fn gpu_dgemm_reference(
+    dev: &Device,
+    blas: &CudaBlas,
+    shape: Shape,
+    a: &[f32],
+    b: &[f32],
+) -> Result<(Vec<f64>, Vec<f64>), RunError> {
+    let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
+    let s = &dev.stream;
+    let cfg = GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_N,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: n,
+        n: m,
+        k,
+        alpha: 1.0f64,
+        lda: n,
+        ldb: k,
+        beta: 0.0,
+        ldc: n,
+    };
+    let mut c = s
+        .alloc_zeros::<f64>(shape.m as usize * shape.n as usize)
+        .during("allocating the float64 reference")?;
+    let mut run = |abs: bool| -> Result<Vec<f64>, RunError> {
+        let up = |v: &[f32]| -> Vec<f64> {
+            v.iter()
+                .map(|&x| if abs { (x as f64).abs() } else { x as f64 })
+                .collect()
+        };
+        let a64 = s.clone_htod(&up(a)).during("uploading float64 A")?;
+        let b64 = s.clone_htod(&up(b)).during("uploading float64 B")?;
+        // SAFETY: buffer sizes match the config.
+        unsafe { blas.gemm(cfg, &b64, &a64, &mut c) }.map_err(blas_err("DGEMM reference"))?;
+        Ok(s.clone_dtoh(&c).during("downloading the reference")?)
+    };
+    let reference = run(false)?;
+    let bound = run(true)?;
+    Ok((reference, bound))
+}

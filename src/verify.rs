@@ -1,0 +1,280 @@
+//! Reference results in float64 and the tolerance rule.
+//!
+//! Each output element is judged by its error relative to the magnitude bound of its dot
+//! product, `bound_i = sum_k |a_ik * b_k|`: `err_i = |out_i - ref_i| / bound_i`. Float32
+//! summation in any order (tiles, split-K atomics) keeps `err_i` near `eps * sqrt(K)`, while an
+//! indexing or synchronisation bug gives errors near 1. NaN, infinity and unwritten (NaN-poisoned)
+//! elements always fail.
+
+use rayon::prelude::*;
+
+/// Deterministic uniform values in [-1, 1): the same `seed` and `stream` give the same values.
+/// Filled in parallel, in chunks with independent generators, so large inputs are quick.
+pub fn random_values(len: usize, seed: u64, stream: u64) -> Vec<f32> {
+    const CHUNK: usize = 1 << 16;
+    let mut out = vec![0f32; len];
+    out.par_chunks_mut(CHUNK)
+        .enumerate()
+        .for_each(|(ci, chunk)| {
+            let mut state =
+                splitmix(seed ^ splitmix(stream.wrapping_add(1)) ^ splitmix(ci as u64 + 7));
+            for v in chunk {
+                state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+                let bits = splitmix(state) >> 40; // 24 random bits
+                *v = (bits as f32) * (2.0 / (1u64 << 24) as f32) - 1.0;
+            }
+        });
+    out
+}
+
+fn splitmix(mut z: u64) -> u64 {
+    z = z.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+/// The largest accepted relative error for a reduction of length `k`.
+pub fn tolerance(k: u64) -> f64 {
+    // 2^-23 is float32's epsilon; 8 sqrt(K) + 16 of them leaves room for any summation order.
+    let eps = f32::EPSILON as f64;
+    eps * (8.0 * (k as f64).sqrt() + 16.0)
+}
+
+/// Float64 reference of `C = A B` (row-major) and the magnitude bound of each element.
+pub fn gemm_reference(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> (Vec<f64>, Vec<f64>) {
+    let mut reference = vec![0f64; m * n];
+    let mut bound = vec![0f64; m * n];
+    reference
+        .par_chunks_mut(n)
+        .zip(bound.par_chunks_mut(n))
+        .enumerate()
+        .for_each(|(i, (r, bd))| {
+            for p in 0..k {
+                let av = a[i * k + p] as f64;
+                let brow = &b[p * n..(p + 1) * n];
+                for j in 0..n {
+                    let t = av * brow[j] as f64;
+                    r[j] += t;
+                    bd[j] += t.abs();
+                }
+            }
+        });
+    (reference, bound)
+}
+
+/// Float64 reference of `y = A x` (A row-major `m x k`) and each element's magnitude bound.
+pub fn gemv_reference(m: usize, k: usize, a: &[f32], x: &[f32]) -> (Vec<f64>, Vec<f64>) {
+    (0..m)
+        .into_par_iter()
+        .map(|i| {
+            let row = &a[i * k..(i + 1) * k];
+            row.iter().zip(x).fold((0f64, 0f64), |(s, b), (&av, &xv)| {
+                let t = av as f64 * xv as f64;
+                (s + t, b + t.abs())
+            })
+        })
+        .unzip()
+}
+
+/// Why an output was rejected.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum Mismatch {
+    /// Wrong number of elements.
+    #[error("output has {got} elements, expected {expected}")]
+    Length {
+        /// Elements given.
+        got: usize,
+        /// Elements expected.
+        expected: usize,
+    },
+    /// An element is NaN or infinite (unwritten outputs stay NaN-poisoned).
+    #[error(
+        "element ({row}, {col}) is {value} (unwritten or not finite); {count} such element(s)"
+    )]
+    NotFinite {
+        /// Row of the first one.
+        row: usize,
+        /// Column of the first one.
+        col: usize,
+        /// Its value.
+        value: f32,
+        /// How many elements are not finite.
+        count: usize,
+    },
+    /// The error is over tolerance.
+    #[error("element ({row}, {col}) = {value}, expected {expected}: relative error {error:.3e} > tolerance {tolerance:.3e}; {count} element(s) over")]
+    TooFar {
+        /// Row of the worst element.
+        row: usize,
+        /// Column of the worst element.
+        col: usize,
+        /// What the kernel wrote.
+        value: f32,
+        /// The reference.
+        expected: f64,
+        /// Its relative error.
+        error: f64,
+        /// The tolerance.
+        tolerance: f64,
+        /// How many elements are over.
+        count: usize,
+    },
+}
+
+/// Compares `out` with the reference; returns the largest relative error when every element
+/// passes. `cols` is the row length, used only to report positions.
+pub fn compare(
+    out: &[f32],
+    reference: &[f64],
+    bound: &[f64],
+    cols: usize,
+    tolerance: f64,
+) -> Result<f64, Mismatch> {
+    if out.len() != reference.len() || bound.len() != reference.len() {
+        return Err(Mismatch::Length {
+            got: out.len(),
+            expected: reference.len(),
+        });
+    }
+    let cols = cols.max(1);
+    // (first non-finite index, non-finite count, worst index, worst error, count over)
+    type Acc = (Option<usize>, usize, usize, f64, usize);
+    let (nan_at, nan_count, worst, worst_err, over) = out
+        .par_iter()
+        .zip(reference.par_iter().zip(bound.par_iter()))
+        .enumerate()
+        .fold(
+            || -> Acc { (None, 0, 0, 0.0, 0) },
+            |mut acc, (i, (&o, (&r, &b)))| {
+                if !o.is_finite() {
+                    acc.0 = Some(acc.0.map_or(i, |j| j.min(i)));
+                    acc.1 += 1;
+                    return acc;
+                }
+                // An exact-zero bound means every product was zero: any nonzero output is wrong.
+                let e = (o as f64 - r).abs() / b.max(f64::MIN_POSITIVE);
+                if e > tolerance {
+                    acc.4 += 1;
+                }
+                if e > acc.3 {
+                    acc.2 = i;
+                    acc.3 = e;
+                }
+                acc
+            },
+        )
+        .reduce(
+            || (None, 0, 0, 0.0, 0),
+            |a, b| {
+                let nan_at = match (a.0, b.0) {
+                    (Some(x), Some(y)) => Some(x.min(y)),
+                    (x, y) => x.or(y),
+                };
+                let (wi, we) = if b.3 > a.3 { (b.2, b.3) } else { (a.2, a.3) };
+                (nan_at, a.1 + b.1, wi, we, a.4 + b.4)
+            },
+        );
+    if let Some(i) = nan_at {
+        return Err(Mismatch::NotFinite {
+            row: i / cols,
+            col: i % cols,
+            value: out[i],
+            count: nan_count,
+        });
+    }
+    if over > 0 {
+        return Err(Mismatch::TooFar {
+            row: worst / cols,
+            col: worst % cols,
+            value: out[worst],
+            expected: reference[worst],
+            error: worst_err,
+            tolerance,
+            count: over,
+        });
+    }
+    Ok(worst_err)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_values_are_deterministic_and_in_range() {
+        let a = random_values(200_000, 42, 0);
+        assert_eq!(a, random_values(200_000, 42, 0));
+        assert_ne!(a, random_values(200_000, 43, 0));
+        assert_ne!(a, random_values(200_000, 42, 1));
+        assert!(a.iter().all(|v| (-1.0..1.0).contains(v)));
+        let mean = a.iter().map(|&v| v as f64).sum::<f64>() / a.len() as f64;
+        assert!(mean.abs() < 0.01, "mean {mean}");
+    }
+
+    fn naive_f32_gemm(m: usize, n: usize, k: usize, a: &[f32], b: &[f32]) -> Vec<f32> {
+        let mut c = vec![0f32; m * n];
+        for i in 0..m {
+            for j in 0..n {
+                let mut s = 0f32;
+                for p in 0..k {
+                    s = a[i * k + p].mul_add(b[p * n + j], s);
+                }
+                c[i * n + j] = s;
+            }
+        }
+        c
+    }
+
+    #[test]
+    fn float32_result_passes_and_errors_fail() {
+        let (m, n, k) = (33, 17, 1000);
+        let a = random_values(m * k, 1, 0);
+        let b = random_values(k * n, 1, 1);
+        let (r, bd) = gemm_reference(m, n, k, &a, &b);
+        let mut c = naive_f32_gemm(m, n, k, &a, &b);
+        let tol = tolerance(k as u64);
+        let err = compare(&c, &r, &bd, n, tol).unwrap();
+        assert!(
+            err < tol / 4.0,
+            "sequential fp32 error {err} should sit well under {tol}"
+        );
+
+        // One element off by a single product: caught, at the right place.
+        c[5 * n + 3] += a[5 * k] * b[3];
+        match compare(&c, &r, &bd, n, tol) {
+            Err(Mismatch::TooFar {
+                row, col, count, ..
+            }) => assert_eq!((row, col, count), (5, 3, 1)),
+            other => panic!("expected TooFar, got {other:?}"),
+        }
+        c[5 * n + 3] = f32::NAN;
+        assert!(matches!(
+            compare(&c, &r, &bd, n, tol),
+            Err(Mismatch::NotFinite {
+                row: 5,
+                col: 3,
+                count: 1,
+                ..
+            })
+        ));
+        assert!(matches!(
+            compare(&c[1..], &r, &bd, n, tol),
+            Err(Mismatch::Length { .. })
+        ));
+    }
+
+    #[test]
+    fn gemv_reference_matches_gemm_with_one_column() {
+        let (m, k) = (9, 31);
+        let a = random_values(m * k, 3, 0);
+        let x = random_values(k, 3, 1);
+        let (r1, b1) = gemv_reference(m, k, &a, &x);
+        let (r2, b2) = gemm_reference(m, 1, k, &a, &x);
+        for i in 0..m {
+            assert!((r1[i] - r2[i]).abs() < 1e-12);
+            assert!((b1[i] - b2[i]).abs() < 1e-12);
+        }
+        assert!(tolerance(1) < tolerance(4096));
+    }
+}
