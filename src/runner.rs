@@ -436,7 +436,11 @@ impl<'d> Bench<'d> {
         )
     }
 
-    fn time(&mut self, work: &Work) -> Result<Result<Stats, Failure>, RunError> {
+    fn time(
+        &mut self,
+        work: &Work,
+        best_ms: Option<f64>,
+    ) -> Result<Result<Stats, Failure>, RunError> {
         let name = match work {
             Work::Cublas => "cuBLAS".to_string(),
             Work::Kernel(k) => k.name.clone(),
@@ -459,7 +463,7 @@ impl<'d> Bench<'d> {
             Ok(v) => v[0],
             Err(f) => return Ok(Err(f)),
         };
-        let n = self.settings.samples_for(est) as usize;
+        let n = self.settings.samples_for_candidate(est, best_ms) as usize;
         Ok(self
             .sample_batch(work, n, &name)?
             .and_then(|v| Stats::from_samples(&v).ok_or_else(|| fail("no valid samples".into()))))
@@ -513,7 +517,7 @@ impl<'d> Bench<'d> {
                 })
             }
         };
-        match self.time(&Work::Cublas)? {
+        match self.time(&Work::Cublas, None)? {
             Ok(stats) => Ok((stats, err)),
             Err(f) => Err(RunError::Cublas {
                 what: "timing",
@@ -522,14 +526,24 @@ impl<'d> Bench<'d> {
         }
     }
 
-    /// Validates, then times, a loaded kernel. A wrong result is never timed.
-    pub fn evaluate(&mut self, kernel: &Loaded) -> Result<Result<Measured, Failure>, RunError> {
+    /// Validates a loaded kernel without timing it; returns its largest relative error.
+    pub fn check(&mut self, kernel: &Loaded) -> Result<Result<f64, Failure>, RunError> {
+        self.validate(&Work::Kernel(kernel))
+    }
+
+    /// Validates, then times, a loaded kernel. A wrong result is never timed. `best_ms` is the
+    /// best median so far: a candidate far slower gets only a few samples.
+    pub fn evaluate(
+        &mut self,
+        kernel: &Loaded,
+        best_ms: Option<f64>,
+    ) -> Result<Result<Measured, Failure>, RunError> {
         let work = Work::Kernel(kernel);
         let err = match self.validate(&work)? {
             Ok(e) => e,
             Err(f) => return Ok(Err(f)),
         };
-        Ok(self.time(&work)?.map(|stats| Measured {
+        Ok(self.time(&work, best_ms)?.map(|stats| Measured {
             stats,
             max_rel_error: err,
             registers: kernel.registers,

@@ -24,7 +24,7 @@ impl Default for TimingSettings {
             warmup: 3,
             min_samples: 10,
             max_samples: 50,
-            budget_ms: 250.0,
+            budget_ms: 200.0,
             flush_l2: true,
         }
     }
@@ -55,6 +55,25 @@ impl TimingSettings {
         )
     }
 }
+
+impl TimingSettings {
+    /// Like [`samples_for`](Self::samples_for), but a candidate whose estimate is more than
+    /// [`SLOW_FACTOR`] times the best median so far gets only [`SLOW_SAMPLES`]: it cannot win,
+    /// and its median is still recorded.
+    pub fn samples_for_candidate(&self, estimate_ms: f64, best_ms: Option<f64>) -> u32 {
+        match best_ms {
+            Some(b) if estimate_ms > SLOW_FACTOR * b => {
+                SLOW_SAMPLES.min(self.samples_for(estimate_ms))
+            }
+            _ => self.samples_for(estimate_ms),
+        }
+    }
+}
+
+/// How much slower than the best so far a candidate must be to get the short sampling.
+pub const SLOW_FACTOR: f64 = 1.5;
+/// Samples a clearly slower candidate gets.
+pub const SLOW_SAMPLES: u32 = 3;
 
 /// A summary of timed samples, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -127,7 +146,10 @@ mod tests {
         let t = TimingSettings::default();
         assert_eq!(t.samples_for(100.0), t.min_samples);
         assert_eq!(t.samples_for(0.001), t.max_samples);
-        assert_eq!(t.samples_for(10.0), 25);
+        assert_eq!(t.samples_for(10.0), 20);
         assert_eq!(t.samples_for(0.0), t.max_samples);
+        assert_eq!(t.samples_for_candidate(1.0, Some(0.5)), SLOW_SAMPLES);
+        assert_eq!(t.samples_for_candidate(1.0, Some(0.9)), t.samples_for(1.0));
+        assert_eq!(t.samples_for_candidate(1.0, None), t.samples_for(1.0));
     }
 }

@@ -358,6 +358,7 @@ pub fn tune(
     let t_bench = Instant::now();
     let (baseline, baseline_error) = bench.baseline()?;
     let mut results = Vec::with_capacity(planned.len());
+    let mut best: Option<f64> = None;
     progress.start(Phase::Benchmark, planned.len() as u64);
     let eval = |i: usize| -> Result<Option<f64>, RunError> {
         let p = &planned[i];
@@ -366,9 +367,12 @@ pub fn tune(
                 stage: Stage::Compile,
                 reason: e.to_string(),
             }),
-            Ok(c) => evaluate(&mut bench, c, p.launch)?,
+            Ok(c) => evaluate(&mut bench, c, p.launch, best)?,
         };
         let time = outcome.as_ref().ok().map(|m| m.stats.median_ms);
+        if let Some(t) = time {
+            best = Some(best.map_or(t, |b: f64| b.min(t)));
+        }
         progress.step(
             Phase::Benchmark,
             &match time {
@@ -412,11 +416,82 @@ fn evaluate(
     bench: &mut Bench,
     compiled: &Compiled,
     launch: Launch,
+    best_ms: Option<f64>,
 ) -> Result<Result<Measured, Failure>, RunError> {
     match bench.load(compiled, launch) {
-        Ok(loaded) => bench.evaluate(&loaded),
+        Ok(loaded) => bench.evaluate(&loaded, best_ms),
         Err(f) => Ok(Err(f)),
     }
+}
+
+/// The validation of one config on one shape.
+#[derive(Debug, Clone, Serialize)]
+pub struct Validation {
+    /// The family.
+    pub family: String,
+    /// The kernel.
+    pub kernel: String,
+    /// The shape.
+    pub shape: Shape,
+    /// Largest relative error, or why it failed.
+    pub outcome: Result<f64, Failure>,
+}
+
+/// Validates every valid config of the op's families (or those named) on each shape, without
+/// timing: the correctness sweep for edges and awkward extents. Each kernel compiles once.
+pub fn validate_all(
+    dev: &Device,
+    catalog: &Catalog,
+    op: Op,
+    shapes: &[Shape],
+    families: &[String],
+    seed: u64,
+) -> Result<Vec<Validation>, TuneError> {
+    compile::check_arch(dev.info.arch)?;
+    let mut plans = Vec::new();
+    let mut sources: BTreeMap<String, Source> = BTreeMap::new();
+    for &shape in shapes {
+        let (_, planned) = plan(catalog, op, shape, &dev.info.limits, families)?;
+        for p in &planned {
+            sources
+                .entry(p.source.kernel_name.clone())
+                .or_insert_with(|| p.source.clone());
+        }
+        plans.push((shape, planned));
+    }
+    let list: Vec<Source> = sources.into_values().collect();
+    let compiled: BTreeMap<String, Result<Compiled, CompileError>> = list
+        .iter()
+        .map(|s| s.kernel_name.clone())
+        .zip(compile::compile_all(&list, dev.info.arch, &|_| {}))
+        .collect();
+    let mut out = Vec::new();
+    for (shape, planned) in plans {
+        let mut bench = Bench::new(dev, op, shape, seed, TimingSettings::quick())?;
+        for p in planned {
+            let outcome = match compiled.get(&p.source.kernel_name) {
+                Some(Ok(c)) => match bench.load(c, p.launch) {
+                    Ok(loaded) => bench.check(&loaded)?,
+                    Err(f) => Err(f),
+                },
+                Some(Err(e)) => Err(Failure {
+                    stage: Stage::Compile,
+                    reason: e.to_string(),
+                }),
+                None => Err(Failure {
+                    stage: Stage::Compile,
+                    reason: "not compiled".into(),
+                }),
+            };
+            out.push(Validation {
+                family: p.config.family.clone(),
+                kernel: p.source.kernel_name.clone(),
+                shape,
+                outcome,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// What a dry run found for one family.

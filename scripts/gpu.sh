@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Everything GPU-side in one call, building nothing: GPU tests, then tuning runs against cuBLAS.
+# Run scripts/build-gpu.sh first (where cargo is), carry .gpu/ to the GPU machine.
+# Full logs and the database go to $OUT (default: a temp dir); a short table is printed last.
+#   SHAPES="2048x2048x2048 4096x4096x4096" OP=gemm bash scripts/gpu.sh
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-$(mktemp -d)}
+OP=${OP:-gemm}
+SHAPES=${SHAPES:-"2048x2048x2048 4096x4096x4096"}
+DB="$OUT/tuning.toml"
+[ -f results/tuning.toml ] && cp results/tuning.toml "$DB"
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv | tee "$OUT/gpu.txt"
+export AUTOTUNE_REQUIRE_GPU=1
+status=0
+if [ "${SKIP_TESTS:-0}" != 1 ]; then
+  start=$SECONDS
+  .gpu/gpu-tests --test-threads=1 --nocapture >"$OUT/gpu-tests.log" 2>&1 || status=1
+  echo "gpu tests: $(grep -E '^test result' "$OUT/gpu-tests.log" | tail -1) ($((SECONDS - start)) s)" | tee -a "$OUT/summary.txt"
+  grep -E "validated|skipped" "$OUT/gpu-tests.log" | tee -a "$OUT/summary.txt"
+fi
+for shape in $SHAPES; do
+  start=$SECONDS
+  .gpu/autotune --op "$OP" --shape "$shape" --db "$DB" --top 5 ${AUTOTUNE_ARGS:-} >"$OUT/tune-$OP-$shape.log" 2>&1 || status=1
+  {
+    echo "== $OP $shape: whole run $((SECONDS - start)) s"
+    grep -E "^space |^ *#|^ *1 |^ *2 |^ *- |failed|wall time|Error" "$OUT/tune-$OP-$shape.log" | head -14
+  } | tee -a "$OUT/summary.txt"
+done
+exit $status
