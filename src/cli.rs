@@ -1,12 +1,14 @@
 //! Argument parsing, progress bars and printing. Nothing depends on this module.
 
 use anyhow::{bail, Context, Result};
-use autotune::compile::Arch;
+use autotune::compile::{self, Arch};
 use autotune::db::Database;
 use autotune::device::Device;
 use autotune::report;
+use autotune::runner;
 use autotune::search::Exhaustive;
 use autotune::shape::{Op, Shape};
+use autotune::suite::Suite;
 use autotune::template::Catalog;
 use autotune::timing::TimingSettings;
 use autotune::tune::{self, Phase, Progress, TuneOptions};
@@ -21,11 +23,22 @@ use std::sync::Mutex;
 #[command(name = "autotune", version, about, long_about = None)]
 struct Args {
     /// Problem shape: MxNxK for gemm (C = A B), MxK or Mx1xK for gemv (y = A x).
-    #[arg(long, short)]
-    shape: String,
-    /// Operation: gemm or gemv.
-    #[arg(long, default_value = "gemm")]
-    op: String,
+    #[arg(
+        long,
+        short,
+        required_unless_present = "suite",
+        conflicts_with = "suite"
+    )]
+    shape: Option<String>,
+    /// Tune every shape of a suite file (e.g. configs/suites/gemv.toml); its `op` applies.
+    #[arg(long)]
+    suite: Option<PathBuf>,
+    /// Write the suite's summary table (Markdown) to this file as well.
+    #[arg(long, requires = "suite")]
+    summary: Option<PathBuf>,
+    /// Operation: gemm or gemv (default gemm; a suite names its own).
+    #[arg(long)]
+    op: Option<String>,
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     device: usize,
@@ -124,8 +137,27 @@ fn catalog(args: &Args) -> Result<Catalog> {
 /// Runs the command line.
 pub fn main() -> Result<()> {
     let args = Args::parse();
-    let op: Op = args.op.parse()?;
-    let shape = Shape::parse(op, &args.shape)?;
+    let (op, shapes) = match (&args.suite, &args.shape) {
+        (Some(path), _) => {
+            let suite = Suite::load(path)?;
+            if let Some(op) = &args.op {
+                let op: Op = op.parse()?;
+                if op != suite.op {
+                    bail!(
+                        "--op {op} contradicts suite {} (op {})",
+                        path.display(),
+                        suite.op
+                    );
+                }
+            }
+            (suite.op, suite.shapes)
+        }
+        (None, Some(shape)) => {
+            let op: Op = args.op.as_deref().unwrap_or("gemm").parse()?;
+            (op, vec![Shape::parse(op, shape)?])
+        }
+        (None, None) => bail!("give --shape MxNxK (or MxK for gemv) or --suite FILE"),
+    };
     let catalog = catalog(&args)?;
     let bars = Bars::new();
 
@@ -134,15 +166,18 @@ pub fn main() -> Result<()> {
             bail!("--dry-run needs --arch sm_XY (e.g. sm_90 for an H100/H200, sm_61 for a GTX 1080 Ti)");
         };
         let arch: Arch = arch.parse()?;
-        let r = tune::dry_run(&catalog, op, shape, arch, &args.families, &bars)?;
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&r)?);
-        } else {
-            print!("{}", report::dry_run_table(&r));
+        let mut failed = 0;
+        for &shape in &shapes {
+            let r = tune::dry_run(&catalog, op, shape, arch, &args.families, &bars)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print!("{}", report::dry_run_table(&r));
+            }
+            failed += r.families.iter().map(|f| f.failed.len()).sum::<usize>();
         }
-        let failed: usize = r.families.iter().map(|f| f.failed.len()).sum();
         if failed > 0 {
-            bail!("{failed} config(s) failed to compile for {}", r.arch);
+            bail!("{failed} config(s) failed to compile for {arch}");
         }
         return Ok(());
     }
@@ -158,9 +193,17 @@ pub fn main() -> Result<()> {
     } else {
         Database::load(&args.db)?
     };
-    drop(db);
 
     let dev = Device::open(args.device)?;
+    let bandwidth = match db.gpu(&dev.info.name).and_then(|g| g.copy_bandwidth_gbs) {
+        Some(b) => b,
+        None => {
+            let b = runner::copy_bandwidth_gbs(&dev)?;
+            eprintln!("measured device-to-device copy bandwidth: {b:.0} GB/s");
+            b
+        }
+    };
+    drop(db);
     let opts = TuneOptions {
         seed: args.seed,
         timing: if args.quick {
@@ -171,40 +214,79 @@ pub fn main() -> Result<()> {
         families: args.families.clone(),
         budget: None,
     };
-    eprintln!(
-        "tuning {op} {} on {} ({}), device {}",
-        shape.label(op),
-        dev.info.name,
-        dev.info.arch,
-        args.device
-    );
-    let r = tune::tune(&dev, &catalog, op, shape, &opts, &mut Exhaustive, &bars)?;
-    for f in &r.families {
+    let cache = compile::Cache::new();
+    let mut winners = Vec::new();
+    let mut gpu = None;
+    let mut lost = Vec::new();
+    for (i, &shape) in shapes.iter().enumerate() {
         eprintln!(
-            "space {}: {} configs, {} valid after pruning",
-            f.family, f.total, f.valid
-        );
-    }
-    if args.json {
-        println!("{}", serde_json::to_string_pretty(&r)?);
-    } else {
-        print!("{}", report::tune_table(&r, args.top));
-    }
-    let Some(entry) = r.to_entry(&tune::utc_now_rfc3339()) else {
-        bail!(
-            "no candidate validated for {op} {}: every one of {} failed (see the reasons above); the database was not changed",
+            "[{}/{}] tuning {op} {} on {} ({}), device {}",
+            i + 1,
+            shapes.len(),
             shape.label(op),
-            r.results.len()
+            dev.info.name,
+            dev.info.arch,
+            args.device
         );
-    };
-    if !args.no_save {
-        let gpu = r.gpu.clone();
-        Database::update_file(&args.db, |db| {
-            db.upsert_gpu(gpu);
-            db.upsert(entry);
-            Ok(())
-        })?;
-        eprintln!("wrote {}", args.db.display());
+        let mut r = tune::tune(
+            &dev,
+            &catalog,
+            &cache,
+            op,
+            shape,
+            &opts,
+            &mut Exhaustive,
+            &bars,
+        )?;
+        r.gpu.copy_bandwidth_gbs = Some(bandwidth);
+        for f in &r.families {
+            eprintln!(
+                "space {}: {} configs, {} valid after pruning",
+                f.family, f.total, f.valid
+            );
+        }
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            print!("{}", report::tune_table(&r, args.top));
+        }
+        let Some(entry) = r.to_entry(&tune::utc_now_rfc3339()) else {
+            eprintln!(
+                "no candidate validated for {op} {}: every one of {} failed (reasons above); nothing recorded",
+                shape.label(op),
+                r.results.len()
+            );
+            lost.push(shape.label(op));
+            continue;
+        };
+        // Each shape is saved as soon as it is tuned: an interrupted suite keeps what it did.
+        if !args.no_save {
+            let (g, e) = (r.gpu.clone(), entry.clone());
+            Database::update_file(&args.db, |db| {
+                db.upsert_gpu(g);
+                db.upsert(e);
+                Ok(())
+            })?;
+            eprintln!("wrote {} ({} {})", args.db.display(), op, shape.label(op));
+        }
+        gpu = Some(r.gpu.clone());
+        winners.push(entry);
+    }
+    if let (Some(gpu), true) = (&gpu, args.suite.is_some()) {
+        let refs: Vec<_> = winners.iter().collect();
+        let md = report::suite_markdown(op, gpu, &refs);
+        println!("\n{md}");
+        if let Some(path) = &args.summary {
+            std::fs::write(path, &md)
+                .with_context(|| format!("writing the summary to {}", path.display()))?;
+        }
+    }
+    if !lost.is_empty() {
+        bail!(
+            "no valid config for {} shape(s): {}",
+            lost.len(),
+            lost.join(", ")
+        );
     }
     Ok(())
 }

@@ -7,9 +7,11 @@ use crate::template::Source;
 use cudarc::nvrtc::result as nvrtc;
 use cudarc::nvrtc::sys;
 use rayon::prelude::*;
+use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::str::FromStr;
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// A compute capability, written `sm_XY`.
@@ -259,17 +261,63 @@ pub fn compile(source: &Source, arch: Arch) -> Result<Compiled, CompileError> {
     })
 }
 
-/// Compiles every source in parallel (rayon). Each result stands alone: one failure never
-/// stops the others. `on_done` is called as each finishes (for progress bars).
+/// A compile result shared between the cache and its users.
+pub type Shared = Arc<Result<Compiled, CompileError>>;
+
+/// An in-memory cache of compile results keyed by (arch, exact source text), so the shapes of
+/// a suite compile each kernel once. Failures are cached too: the same source fails the same way.
+#[derive(Debug, Default)]
+pub struct Cache {
+    map: Mutex<HashMap<(Arch, String), Shared>>,
+    hits: std::sync::atomic::AtomicUsize,
+}
+
+impl Cache {
+    /// An empty cache.
+    pub fn new() -> Cache {
+        Cache::default()
+    }
+
+    /// How many lookups were served from the cache.
+    pub fn hits(&self) -> usize {
+        self.hits.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    fn get(&self, arch: Arch, code: &str) -> Option<Shared> {
+        let map = self.map.lock().ok()?;
+        let r = map.get(&(arch, code.to_string())).cloned();
+        if r.is_some() {
+            self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        r
+    }
+
+    fn put(&self, arch: Arch, code: &str, r: Shared) {
+        if let Ok(mut map) = self.map.lock() {
+            map.insert((arch, code.to_string()), r);
+        }
+    }
+}
+
+/// Compiles every source in parallel (rayon), through `cache`. Each result stands alone: one
+/// failure never stops the others. `on_done` is called as each finishes (for progress bars).
 pub fn compile_all(
     sources: &[Source],
     arch: Arch,
+    cache: &Cache,
     on_done: &(dyn Fn(&Result<Compiled, CompileError>) + Sync),
-) -> Vec<Result<Compiled, CompileError>> {
+) -> Vec<Shared> {
     sources
         .par_iter()
         .map(|s| {
-            let r = compile(s, arch);
+            let r = match cache.get(arch, &s.code) {
+                Some(r) => r,
+                None => {
+                    let r = Arc::new(compile(s, arch));
+                    cache.put(arch, &s.code, r.clone());
+                    r
+                }
+            };
             on_done(&r);
             r
         })

@@ -23,6 +23,7 @@ pub mod runner;
 pub mod search;
 pub mod shape;
 pub mod space;
+pub mod suite;
 pub mod template;
 pub mod timing;
 pub mod tune;

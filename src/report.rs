@@ -183,6 +183,65 @@ pub fn dry_run_table(r: &DryRunReport) -> String {
     out
 }
 
+/// The winners of a suite as a Markdown table (readable in a terminal too), with the geometric
+/// mean of the ratios to cuBLAS.
+pub fn suite_markdown(op: Op, gpu: &crate::db::GpuRecord, entries: &[&crate::db::Entry]) -> String {
+    let (unit, peak) = match op {
+        Op::Gemm => ("TFLOP/s", "% FP32 peak"),
+        Op::Gemv => ("GB/s", "% copy BW"),
+    };
+    let mut out = format!(
+        "{op} suite on {} ({}, {} SMs; FP32 peak {:.1} TFLOP/s{})\n\n",
+        gpu.name,
+        gpu.arch,
+        gpu.sms,
+        gpu.fp32_peak_gflops / 1e3,
+        gpu.copy_bandwidth_gbs
+            .map(|b| format!(", copy bandwidth {b:.0} GB/s"))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "| shape | family | params | ms | {unit} | cuBLAS ms | x cuBLAS | {peak} | tried/failed |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|");
+    let mut log_sum = 0.0;
+    for e in entries {
+        let thr = match op {
+            Op::Gemm => e.gflops / 1e3,
+            Op::Gemv => e.gbs,
+        };
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {:.4} | {:.1} | {:.4} | {:.3} | {:.1} | {}/{} |",
+            e.shape,
+            e.family,
+            e.params
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect::<Vec<_>>()
+                .join(" "),
+            e.median_ms,
+            thr,
+            e.cublas_median_ms,
+            e.vs_cublas,
+            e.pct_of_peak,
+            e.tried,
+            e.failed
+        );
+        log_sum += e.vs_cublas.ln();
+    }
+    if !entries.is_empty() {
+        let _ = writeln!(
+            out,
+            "\ngeometric mean x cuBLAS over {} shapes: {:.3}",
+            entries.len(),
+            (log_sum / entries.len() as f64).exp()
+        );
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -593,3 +593,39 @@ fn gpu_dgemm_reference(
     let bound = run(true)?;
     Ok((reference, bound))
 }
+
+/// Measures device-to-device copy bandwidth in GB/s (bytes read plus bytes written), the
+/// practical ceiling of a memory-bound kernel: median of 10 copies of up to 1 GiB.
+pub fn copy_bandwidth_gbs(dev: &Device) -> Result<f64, RunError> {
+    let free = dev.free_memory()? as usize;
+    let bytes = ((1usize << 30).min(free / 4)) & !0xFFFF;
+    let s = &dev.stream;
+    let src = s
+        .alloc_zeros::<u8>(bytes)
+        .during("allocating the copy source")?;
+    let mut dst = s
+        .alloc_zeros::<u8>(bytes)
+        .during("allocating the copy target")?;
+    let ev = || {
+        dev.ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .during("creating events")
+    };
+    for _ in 0..2 {
+        s.memcpy_dtod(&src, &mut dst).during("copying")?;
+    }
+    let mut samples = Vec::new();
+    for _ in 0..10 {
+        let (a, b) = (ev()?, ev()?);
+        a.record(s).during("recording an event")?;
+        s.memcpy_dtod(&src, &mut dst).during("copying")?;
+        b.record(s).during("recording an event")?;
+        b.synchronize().during("waiting for the copy")?;
+        samples.push(a.elapsed_ms(&b).during("reading event times")? as f64);
+    }
+    let stats = Stats::from_samples(&samples).ok_or_else(|| RunError::Cublas {
+        what: "copy bandwidth",
+        message: "no valid samples".into(),
+    })?;
+    Ok(2.0 * bytes as f64 / (stats.median_ms * 1e-3) / 1e9)
+}

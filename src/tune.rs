@@ -322,9 +322,11 @@ impl TuneReport {
 
 /// Tunes `op` on `shape` on `dev`: every valid config of every family, validated then timed,
 /// with cuBLAS timed the same way as the baseline.
+#[allow(clippy::too_many_arguments)]
 pub fn tune(
     dev: &Device,
     catalog: &Catalog,
+    cache: &compile::Cache,
     op: Op,
     shape: Shape,
     opts: &TuneOptions,
@@ -342,7 +344,7 @@ pub fn tune(
     let t_compile = Instant::now();
     let sources: Vec<Source> = planned.iter().map(|p| p.source.clone()).collect();
     progress.start(Phase::Compile, sources.len() as u64);
-    let compiled = compile::compile_all(&sources, dev.info.arch, &|r| {
+    let compiled = compile::compile_all(&sources, dev.info.arch, cache, &|r| {
         let msg = match r {
             Ok(c) => c.kernel_name.clone(),
             Err(e) => format!(
@@ -362,7 +364,7 @@ pub fn tune(
     progress.start(Phase::Benchmark, planned.len() as u64);
     let eval = |i: usize| -> Result<Option<f64>, RunError> {
         let p = &planned[i];
-        let outcome = match &compiled[i] {
+        let outcome = match compiled[i].as_ref() {
             Err(e) => Err(Failure {
                 stage: Stage::Compile,
                 reason: e.to_string(),
@@ -460,16 +462,17 @@ pub fn validate_all(
         plans.push((shape, planned));
     }
     let list: Vec<Source> = sources.into_values().collect();
-    let compiled: BTreeMap<String, Result<Compiled, CompileError>> = list
+    let cache = compile::Cache::new();
+    let compiled: BTreeMap<String, _> = list
         .iter()
         .map(|s| s.kernel_name.clone())
-        .zip(compile::compile_all(&list, dev.info.arch, &|_| {}))
+        .zip(compile::compile_all(&list, dev.info.arch, &cache, &|_| {}))
         .collect();
     let mut out = Vec::new();
     for (shape, planned) in plans {
         let mut bench = Bench::new(dev, op, shape, seed, TimingSettings::quick())?;
         for p in planned {
-            let outcome = match compiled.get(&p.source.kernel_name) {
+            let outcome = match compiled.get(&p.source.kernel_name).map(|r| r.as_ref()) {
                 Some(Ok(c)) => match bench.load(c, p.launch) {
                     Ok(loaded) => bench.check(&loaded)?,
                     Err(f) => Err(f),
@@ -543,7 +546,7 @@ pub fn dry_run(
     compile::check_arch(arch)?;
     let sources: Vec<Source> = planned.iter().map(|p| p.source.clone()).collect();
     progress.start(Phase::Compile, sources.len() as u64);
-    let compiled = compile::compile_all(&sources, arch, &|r| {
+    let compiled = compile::compile_all(&sources, arch, &compile::Cache::new(), &|r| {
         progress.step(
             Phase::Compile,
             match r {
@@ -562,7 +565,7 @@ pub fn dry_run(
                 if p.config.family != count.family {
                     continue;
                 }
-                match r {
+                match r.as_ref() {
                     Ok(_) => ok += 1,
                     Err(e) => failed.push((p.source.kernel_name.clone(), e.to_string())),
                 }

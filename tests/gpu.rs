@@ -1,7 +1,8 @@
-//! GPU checks: every family validated on awkward shapes, and a small tune end to end.
-//! Without a GPU each test prints `skipped: <reason>` and passes, unless
+//! GPU checks: every config of every family validated on awkward shapes, and a small tune end
+//! to end. Without a GPU each test prints `skipped: <reason>` and passes, unless
 //! `AUTOTUNE_REQUIRE_GPU=1` (set by scripts/gpu.sh) turns the skip into a failure.
 
+use autotune::compile::Cache;
 use autotune::db::Database;
 use autotune::device::Device;
 use autotune::search::Exhaustive;
@@ -9,6 +10,7 @@ use autotune::shape::{Op, Shape};
 use autotune::template::Catalog;
 use autotune::timing::TimingSettings;
 use autotune::tune::{self, Silent, TuneOptions};
+use std::collections::BTreeSet;
 
 fn device() -> Option<Device> {
     match Device::open(0) {
@@ -23,15 +25,46 @@ fn device() -> Option<Device> {
     }
 }
 
-fn shapes(op: Op, list: &[&str]) -> Vec<Shape> {
-    list.iter().map(|s| Shape::parse(op, s).unwrap()).collect()
+/// Validates every valid config of every family of `op` on each shape of `list`: all must
+/// pass, and every family of the op must have been checked.
+fn validate_every_config(op: Op, list: &[&str]) {
+    let Some(dev) = device() else { return };
+    let cat = Catalog::builtin().unwrap();
+    let shapes: Vec<Shape> = list.iter().map(|s| Shape::parse(op, s).unwrap()).collect();
+    let results = tune::validate_all(&dev, &cat, op, &shapes, &[], 7).unwrap();
+    let families: BTreeSet<_> = results.iter().map(|r| r.family.clone()).collect();
+    let expected: BTreeSet<_> = cat.for_op(op).map(|f| f.name().to_string()).collect();
+    assert!(!expected.is_empty());
+    assert_eq!(families, expected, "every {op} family must be checked");
+    for s in &shapes {
+        let on_shape: BTreeSet<_> = results
+            .iter()
+            .filter(|r| r.shape == *s)
+            .map(|r| r.family.clone())
+            .collect();
+        assert_eq!(
+            on_shape,
+            expected,
+            "every family needs a valid config on {}",
+            s.label(op)
+        );
+    }
+    let failed: Vec<_> = results.iter().filter(|r| r.outcome.is_err()).collect();
+    for f in &failed {
+        eprintln!("{} on {}: {:?}", f.kernel, f.shape.label(op), f.outcome);
+    }
+    println!(
+        "{op}: validated {} (config, shape) pairs over {} families; {} failed",
+        results.len(),
+        families.len(),
+        failed.len()
+    );
+    assert!(failed.is_empty(), "{} validations failed", failed.len());
 }
 
 #[test]
 fn every_gemm_config_validates_on_awkward_shapes() {
-    let Some(dev) = device() else { return };
-    let cat = Catalog::builtin().unwrap();
-    let shapes = shapes(
+    validate_every_config(
         Op::Gemm,
         &[
             "1000x1000x1000",
@@ -42,33 +75,26 @@ fn every_gemm_config_validates_on_awkward_shapes() {
             "130x7x1001",
         ],
     );
-    let results = tune::validate_all(&dev, &cat, Op::Gemm, &shapes, &[], 7).unwrap();
-    let families: std::collections::BTreeSet<_> =
-        results.iter().map(|r| r.family.clone()).collect();
-    assert!(
-        families.len() >= 2,
-        "every gemm family must be checked: {families:?}"
-    );
-    let failed: Vec<_> = results.iter().filter(|r| r.outcome.is_err()).collect();
-    for f in &failed {
-        eprintln!(
-            "{} on {}: {:?}",
-            f.kernel,
-            f.shape.label(Op::Gemm),
-            f.outcome
-        );
-    }
-    println!(
-        "validated {} (config, shape) pairs over {} families; {} failed",
-        results.len(),
-        families.len(),
-        failed.len()
-    );
-    assert!(failed.is_empty(), "{} validations failed", failed.len());
 }
 
 #[test]
-fn small_tune_beats_nothing_but_writes_a_valid_entry() {
+fn every_gemv_config_validates_on_awkward_shapes() {
+    validate_every_config(
+        Op::Gemv,
+        &[
+            "1x1",
+            "3x5",
+            "1000x999",
+            "100000x3",
+            "17x100001",
+            "4096x4096",
+            "33x129",
+        ],
+    );
+}
+
+#[test]
+fn small_tune_writes_a_valid_entry() {
     let Some(dev) = device() else { return };
     let cat = Catalog::builtin().unwrap();
     let shape = Shape::parse(Op::Gemm, "256x192x320").unwrap();
@@ -76,7 +102,18 @@ fn small_tune_beats_nothing_but_writes_a_valid_entry() {
         timing: TimingSettings::quick(),
         ..TuneOptions::default()
     };
-    let r = tune::tune(&dev, &cat, Op::Gemm, shape, &opts, &mut Exhaustive, &Silent).unwrap();
+    let cache = Cache::new();
+    let r = tune::tune(
+        &dev,
+        &cat,
+        &cache,
+        Op::Gemm,
+        shape,
+        &opts,
+        &mut Exhaustive,
+        &Silent,
+    )
+    .unwrap();
     assert!(r.baseline.median_ms > 0.0);
     assert!(r.results.len() >= 3);
     assert_eq!(
@@ -89,6 +126,21 @@ fn small_tune_beats_nothing_but_writes_a_valid_entry() {
     let best = r.ranked()[0].median_ms().unwrap();
     assert_eq!(entry.median_ms, best);
     assert!(entry.vs_cublas > 0.0 && entry.gflops > 0.0);
+
+    // A second tune of the same shape compiles nothing: the cache serves every kernel.
+    let before = cache.hits();
+    tune::tune(
+        &dev,
+        &cat,
+        &cache,
+        Op::Gemm,
+        shape,
+        &opts,
+        &mut Exhaustive,
+        &Silent,
+    )
+    .unwrap();
+    assert_eq!(cache.hits() - before, r.results.len());
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("db.toml");
