@@ -3,11 +3,14 @@
 # Run scripts/build-gpu.sh first (where cargo is), carry .gpu/ to the GPU machine.
 # Full logs and the database go to $OUT (default: a temp dir); a short table is printed last.
 #   SHAPES="2048x2048x2048 4096x4096x4096" OP=gemm bash scripts/gpu.sh
+#   SUITES="configs/suites/gemv.toml" SHAPES= bash scripts/gpu.sh     # whole suites
+#   SKIP_TESTS=1 skips the GPU tests.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
 OP=${OP:-gemm}
-SHAPES=${SHAPES:-"2048x2048x2048 4096x4096x4096"}
+SHAPES=${SHAPES-"2048x2048x2048 4096x4096x4096"}
+SUITES=${SUITES:-}
 DB="$OUT/tuning.toml"
 [ -f results/tuning.toml ] && cp results/tuning.toml "$DB"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv | tee "$OUT/gpu.txt"
@@ -25,6 +28,16 @@ for shape in $SHAPES; do
   {
     echo "== $OP $shape: whole run $((SECONDS - start)) s"
     grep -E "^space |^ *#|^ *1 |^ *2 |^ *- |failed|wall time|Error" "$OUT/tune-$OP-$shape.log" | head -14
+  } | tee -a "$OUT/summary.txt"
+done
+for suite in $SUITES; do
+  name=$(basename "$suite" .toml)
+  start=$SECONDS
+  .gpu/autotune --suite "$suite" --db "$DB" --top 5 --summary "$OUT/suite-$name.md" ${AUTOTUNE_ARGS:-} >"$OUT/suite-$name.log" 2>&1 || status=1
+  {
+    echo "== suite $name: whole run $((SECONDS - start)) s"
+    grep -E "^Error" "$OUT/suite-$name.log"
+    cat "$OUT/suite-$name.md" 2>/dev/null
   } | tee -a "$OUT/summary.txt"
 done
 exit $status
