@@ -89,6 +89,16 @@ pub enum ShapeError {
         /// The limit.
         max: u64,
     },
+    /// A dimension does not even fit in 64 bits.
+    #[error("shape '{text}': {dim} = {value} is too large (the most one matrix may hold is 2^31 - 1 elements)")]
+    Overflow {
+        /// What the user wrote.
+        text: String,
+        /// The dimension's name.
+        dim: char,
+        /// Its digits as written.
+        value: String,
+    },
     /// A GEMV shape with `N != 1`.
     #[error("shape '{text}' has N = {n}: gemv computes y = A x, so write MxK or Mx1xK")]
     GemvN {
@@ -155,11 +165,10 @@ impl Shape {
                 Ok(v) => v,
                 // All digits but unparsable: it overflowed u64.
                 Err(_) => {
-                    return Err(ShapeError::TooLarge {
+                    return Err(ShapeError::Overflow {
                         text: text.to_string(),
-                        what: "a dimension",
-                        elements: u64::MAX,
-                        max: MAX_MATRIX_ELEMENTS,
+                        dim,
+                        value: part.to_string(),
                     })
                 }
             };
@@ -306,7 +315,7 @@ mod tests {
         ));
         assert!(matches!(
             Shape::parse(Op::Gemm, "4x4x99999999999999999999999"),
-            Err(ShapeError::TooLarge { .. })
+            Err(ShapeError::Overflow { dim: 'K', .. })
         ));
         assert!(matches!(
             Shape::parse(Op::Gemm, "100000x100000x1"),

@@ -1,0 +1,265 @@
+//! Command-line behaviour on bad input: every mistake gives a non-zero exit and one readable
+//! `Error: ...` line naming what is wrong and what is accepted, never a panic. Needs no GPU and
+//! no NVRTC: every case here fails before a CUDA library is loaded.
+
+use assert_cmd::Command;
+use std::fs;
+use std::path::Path;
+
+fn autotune() -> Command {
+    Command::cargo_bin("autotune").expect("the autotune binary is built by cargo test")
+}
+
+/// What one run printed and how it ended.
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+fn run(args: &[&str]) -> Run {
+    let out = autotune()
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("could not run autotune {args:?}: {e}"));
+    Run {
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs `args`, expects exit code 1 and a single `Error: ...` line on stderr containing every
+/// one of `needles`; returns that line.
+fn fails_with(args: &[&str], needles: &[&str]) -> String {
+    let r = run(args);
+    let ctx = format!(
+        "autotune {args:?}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
+        r.code, r.stdout, r.stderr
+    );
+    assert!(
+        !r.stderr.contains("panicked") && !r.stderr.contains("internal failure"),
+        "panicked: {ctx}"
+    );
+    assert_eq!(r.code, Some(1), "expected exit code 1: {ctx}");
+    let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    assert_eq!(lines.len(), 1, "expected exactly one line on stderr: {ctx}");
+    let line = lines[0];
+    assert!(line.starts_with("Error: "), "expected `Error: ...`: {ctx}");
+    for needle in needles {
+        assert!(
+            line.contains(needle),
+            "expected {needle:?} in the error: {ctx}"
+        );
+    }
+    assert!(
+        r.stdout.trim().is_empty(),
+        "expected nothing on stdout: {ctx}"
+    );
+    line.to_string()
+}
+
+#[test]
+fn malformed_shapes_say_what_is_expected() {
+    for shape in ["12", "axbxc", "1x1x", "x", "1xx1", "2048x2048"] {
+        fails_with(
+            &["--shape", shape],
+            &[
+                &format!("malformed shape '{shape}'"),
+                "MxNxK",
+                "2048x2048x2048",
+            ],
+        );
+    }
+    fails_with(
+        &["--op", "gemv", "--shape", "4x4x4x4"],
+        &["malformed shape", "MxK or Mx1xK"],
+    );
+}
+
+#[test]
+fn zero_and_negative_dimensions_are_rejected() {
+    fails_with(&["--shape", "0x4x4"], &["0x4x4", "at least 1", "M = 0"]);
+    fails_with(&["--shape", "4x-4x4"], &["4x-4x4", "at least 1", "N = -4"]);
+    fails_with(&["--shape", "4x4x0"], &["4x4x0", "at least 1", "K = 0"]);
+}
+
+#[test]
+fn overflowing_and_too_large_shapes_are_rejected() {
+    fails_with(
+        &["--shape", "4x4x99999999999999999999999"],
+        &["4x4x99999999999999999999999", "too large", "2^31 - 1"],
+    );
+    fails_with(
+        &["--shape", "100000x100000x1"],
+        &["100000x100000x1", "too large", "C (MxN)", "2147483647"],
+    );
+    fails_with(
+        &["--op", "gemv", "--shape", "100000x100000"],
+        &["too large", "A (MxK)"],
+    );
+}
+
+#[test]
+fn unknown_op_lists_the_accepted_ones() {
+    fails_with(
+        &["--op", "conv", "--shape", "4x4x4"],
+        &["unknown op 'conv'", "gemm", "gemv"],
+    );
+}
+
+#[test]
+fn gemv_needs_n_equal_to_one() {
+    fails_with(
+        &["--op", "gemv", "--shape", "4x2x4"],
+        &["4x2x4", "N = 2", "MxK or Mx1xK"],
+    );
+}
+
+#[test]
+fn unknown_option_is_a_usage_error() {
+    let r = run(&["--frobnicate"]);
+    let ctx = format!("exit: {:?}\nstderr:\n{}", r.code, r.stderr);
+    assert_eq!(r.code, Some(2), "clap's usage-error exit code: {ctx}");
+    assert!(r.stderr.contains("'--frobnicate'"), "{ctx}");
+    assert!(r.stderr.to_lowercase().contains("error:"), "{ctx}");
+    assert!(r.stderr.contains("--help"), "{ctx}");
+    assert!(!r.stderr.contains("panicked"), "{ctx}");
+}
+
+#[test]
+fn missing_shape_is_a_usage_error() {
+    let r = run(&[]);
+    let ctx = format!("exit: {:?}\nstderr:\n{}", r.code, r.stderr);
+    assert_eq!(r.code, Some(2), "{ctx}");
+    assert!(r.stderr.contains("--shape"), "{ctx}");
+    assert!(!r.stderr.contains("panicked"), "{ctx}");
+}
+
+#[test]
+fn dry_run_needs_a_valid_arch() {
+    fails_with(
+        &["--shape", "64x64x64", "--dry-run"],
+        &["--dry-run needs --arch", "sm_90", "sm_61"],
+    );
+    fails_with(
+        &["--shape", "64x64x64", "--dry-run", "--arch", "hopper"],
+        &["'hopper' is not an arch", "sm_XY", "sm_90"],
+    );
+}
+
+#[test]
+fn arch_without_dry_run_is_rejected() {
+    fails_with(
+        &["--shape", "64x64x64", "--arch", "sm_90"],
+        &["--arch only applies with --dry-run"],
+    );
+}
+
+/// A database whose line 3 is not TOML: the run stops before any GPU work, names the file and
+/// the line, and leaves the file exactly as it was.
+#[test]
+fn corrupt_database_is_reported_with_its_line_and_left_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tuning.toml");
+    let text = "schema_version = 1\n\n[[gpu]\nname = \"NVIDIA H100 80GB HBM3\"\narch = \"sm_90\"\n";
+    fs::write(&db, text).unwrap();
+    let line = fails_with(
+        &["--shape", "64x64x64", "--db", db.to_str().unwrap()],
+        &[db.to_str().unwrap(), "line 3", "left untouched"],
+    );
+    assert!(!line.contains("line 1,"), "{line}");
+    assert_eq!(
+        fs::read(&db).unwrap(),
+        text.as_bytes(),
+        "the file was changed"
+    );
+    let names: Vec<_> = fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(
+        names,
+        ["tuning.toml"],
+        "stray files left next to the database"
+    );
+}
+
+#[test]
+fn newer_schema_database_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("tuning.toml");
+    let text = "schema_version = 99\n\n[[future_table]]\nx = 1\n";
+    fs::write(&db, text).unwrap();
+    fails_with(
+        &["--shape", "64x64x64", "--db", db.to_str().unwrap()],
+        &[db.to_str().unwrap(), "newer", "99"],
+    );
+    assert_eq!(
+        fs::read(&db).unwrap(),
+        text.as_bytes(),
+        "the file was changed"
+    );
+}
+
+#[test]
+fn database_path_that_is_a_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().to_str().unwrap();
+    fails_with(
+        &["--shape", "64x64x64", "--db", path],
+        &[path, "is a directory"],
+    );
+}
+
+/// Whether this machine may have a usable GPU: device nodes, or the driver library.
+fn gpu_present() -> Option<String> {
+    for node in ["/dev/nvidiactl", "/dev/nvidia0"] {
+        if Path::new(node).exists() {
+            return Some(format!("{node} exists"));
+        }
+    }
+    if let Ok(out) = std::process::Command::new("ldconfig").arg("-p").output() {
+        if String::from_utf8_lossy(&out.stdout).contains("libcuda.so") {
+            return Some("ldconfig lists libcuda.so".into());
+        }
+    }
+    let ld = std::env::var("LD_LIBRARY_PATH").unwrap_or_default();
+    for dir in ld.split(':').filter(|d| !d.is_empty()) {
+        if Path::new(dir).join("libcuda.so.1").exists()
+            || Path::new(dir).join("libcuda.so").exists()
+        {
+            return Some(format!("{dir} holds libcuda.so"));
+        }
+    }
+    None
+}
+
+#[test]
+fn no_gpu_gives_a_clear_error_and_writes_no_database() {
+    if let Some(why) = gpu_present() {
+        println!("skipped: a GPU is present ({why})");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("x.toml");
+    let line = fails_with(&["--shape", "64x64x64", "--db", db.to_str().unwrap()], &[]);
+    assert!(
+        line.contains("libcuda") || line.contains("no CUDA device"),
+        "expected the missing driver or device to be named: {line}"
+    );
+    assert!(
+        line.contains("--dry-run"),
+        "expected the no-GPU alternative: {line}"
+    );
+    assert!(!db.exists(), "a failed run created the database");
+}
+
+#[test]
+fn help_lists_the_main_options() {
+    let r = run(&["--help"]);
+    assert_eq!(r.code, Some(0), "stderr:\n{}", r.stderr);
+    for opt in ["--shape", "--op", "--db", "--dry-run", "--arch", "--json"] {
+        assert!(r.stdout.contains(opt), "--help lacks {opt}:\n{}", r.stdout);
+    }
+}

@@ -1,0 +1,266 @@
+//! Compiles every config of every built-in family for the archs the project targets, with the
+//! NVRTC each needs, through `autotune --dry-run` (no GPU needed):
+//!
+//! * sm_90 (H100/H200) with NVRTC 13, from the directory in `AUTOTUNE_NVRTC13_DIR`;
+//! * sm_61 (GTX 1080 Ti) with NVRTC 12, from the directory in `AUTOTUNE_NVRTC12_DIR`
+//!   (NVRTC 13 dropped archs older than sm_75).
+//!
+//! cudarc loads libnvrtc once per process and tries `libnvrtc.so.13` before `.so.12`, so each
+//! arch is compiled in its own `autotune` process whose `LD_LIBRARY_PATH` holds only that one
+//! directory. `scripts/test.sh` installs both NVRTC wheels and sets the variables. When one is
+//! unset or its directory is missing, the test prints `skipped: <reason>` and passes, unless
+//! `AUTOTUNE_REQUIRE_NVRTC=1` (set in CI), which turns the skip into a failure.
+
+use assert_cmd::Command;
+use autotune::shape::Op;
+use autotune::template::Catalog;
+use serde_json::Value;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+/// The NVRTC lib directory named by `var`, or `None` (after printing why) when the test must
+/// be skipped.
+fn nvrtc_dir(var: &str) -> Option<PathBuf> {
+    let reason = match std::env::var_os(var) {
+        None => format!("{var} is not set (scripts/test.sh sets it)"),
+        Some(d) if d.is_empty() => format!("{var} is empty (scripts/test.sh sets it)"),
+        Some(d) => {
+            let dir = PathBuf::from(d);
+            if dir.is_dir() {
+                return Some(dir);
+            }
+            format!("{var}={} is not a directory", dir.display())
+        }
+    };
+    if std::env::var("AUTOTUNE_REQUIRE_NVRTC").as_deref() == Ok("1") {
+        panic!("AUTOTUNE_REQUIRE_NVRTC=1 but {reason}: run the tests through scripts/test.sh, which installs NVRTC 12 and 13 and sets AUTOTUNE_NVRTC13_DIR / AUTOTUNE_NVRTC12_DIR");
+    }
+    println!("skipped: {reason}");
+    None
+}
+
+/// The shape each op's families are compiled for.
+fn shape_for(op: Op) -> &'static str {
+    match op {
+        Op::Gemm => "2048x2048x2048",
+        Op::Gemv => "4096x4096",
+    }
+}
+
+/// Every op that has at least one built-in family, with the names of its families.
+fn ops_with_families() -> Vec<(Op, BTreeSet<String>)> {
+    let catalog = Catalog::builtin().expect("the built-in families load");
+    let ops: BTreeSet<Op> = catalog.families().iter().map(|f| f.space.op).collect();
+    assert!(!ops.is_empty(), "the catalog has no families");
+    ops.into_iter()
+        .map(|op| {
+            let names = catalog
+                .families()
+                .iter()
+                .filter(|f| f.space.op == op)
+                .map(|f| f.name().to_string())
+                .collect();
+            (op, names)
+        })
+        .collect()
+}
+
+/// Output of one `autotune` run.
+struct Run {
+    ok: bool,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+/// Runs `autotune args` with `LD_LIBRARY_PATH` set to `lib_dir` only.
+fn autotune(lib_dir: &Path, args: &[&str]) -> Run {
+    let out = Command::cargo_bin("autotune")
+        .expect("the autotune binary is built by cargo test")
+        .env("LD_LIBRARY_PATH", lib_dir)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("could not run autotune {args:?}: {e}"));
+    Run {
+        ok: out.status.success(),
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// The last `n` characters of `s`, for messages.
+fn tail(s: &str, n: usize) -> &str {
+    let start = s.len().saturating_sub(n);
+    let start = (start..=s.len())
+        .find(|&i| s.is_char_boundary(i))
+        .unwrap_or(s.len());
+    &s[start..]
+}
+
+/// Compiles every config of every family for `arch` with the NVRTC in `lib_dir`; returns one
+/// problem description per thing that went wrong (empty when all compiled).
+fn compile_everything(arch: &str, lib_dir: &Path, nvrtc_major: &str) -> Vec<String> {
+    let mut problems = Vec::new();
+    for (op, families) in ops_with_families() {
+        let shape = shape_for(op);
+        let args = [
+            "--op",
+            op.name(),
+            "--shape",
+            shape,
+            "--dry-run",
+            "--arch",
+            arch,
+            "--json",
+        ];
+        let r = autotune(lib_dir, &args);
+        let what = format!(
+            "autotune {} (LD_LIBRARY_PATH={})",
+            args.join(" "),
+            lib_dir.display()
+        );
+        let report: Value = match serde_json::from_str(&r.stdout) {
+            Ok(v) => v,
+            Err(e) => {
+                problems.push(format!(
+                    "{what}: exit {:?}, stdout is not the JSON report ({e})\nstderr:\n{}\nstdout:\n{}",
+                    r.code,
+                    tail(&r.stderr, 4000),
+                    tail(&r.stdout, 2000)
+                ));
+                continue;
+            }
+        };
+        let mut problem = |p: String| problems.push(format!("{what}: {p}"));
+        if !r.ok {
+            problem(format!(
+                "exit {:?}, stderr:\n{}",
+                r.code,
+                tail(&r.stderr, 2000)
+            ));
+        }
+        if report["op"] != op.name() {
+            problem(format!("report op is {}", report["op"]));
+        }
+        if report["arch"] != arch {
+            problem(format!("report arch is {}", report["arch"]));
+        }
+        let nvrtc = report["nvrtc"].as_str().unwrap_or("");
+        if !nvrtc.starts_with(&format!("{nvrtc_major}.")) {
+            problem(format!(
+                "compiled with NVRTC {nvrtc:?}, expected NVRTC {nvrtc_major}.x: another libnvrtc is found before {}",
+                lib_dir.display()
+            ));
+        }
+        let Some(rows) = report["families"].as_array() else {
+            problem(format!("no `families` array in {report}"));
+            continue;
+        };
+        let mut seen = BTreeSet::new();
+        let mut summary = Vec::new();
+        for row in rows {
+            let family = row["count"]["family"].as_str().unwrap_or("?").to_string();
+            let total = row["count"]["total"].as_u64().unwrap_or(0);
+            let valid = row["count"]["valid"].as_u64().unwrap_or(0);
+            let compiled = row["compiled"].as_u64().unwrap_or(0);
+            let failed = row["failed"].as_array().cloned().unwrap_or_default();
+            summary.push(format!(
+                "{family}: {total} configs, {valid} valid, {compiled} compiled, {} failed",
+                failed.len()
+            ));
+            if valid == 0 {
+                problem(format!(
+                    "family {family} has no valid config for {arch} (rejected_by: {})",
+                    row["count"]["rejected_by"]
+                ));
+            }
+            if valid > total {
+                problem(format!("family {family}: valid {valid} > total {total}"));
+            }
+            if compiled != valid {
+                problem(format!(
+                    "family {family}: {compiled} of {valid} valid configs compiled"
+                ));
+            }
+            for f in failed.iter().take(3) {
+                problem(format!(
+                    "family {family}: {} failed to compile:\n{}",
+                    f[0].as_str().unwrap_or("?"),
+                    tail(f[1].as_str().unwrap_or(""), 1500)
+                ));
+            }
+            if failed.len() > 3 {
+                problem(format!(
+                    "family {family}: {} more compile failures",
+                    failed.len() - 3
+                ));
+            }
+            if !seen.insert(family.clone()) {
+                problem(format!("family {family} is reported twice"));
+            }
+        }
+        let missing: Vec<_> = families.difference(&seen).collect();
+        if !missing.is_empty() {
+            problem(format!("families missing from the report: {missing:?}"));
+        }
+        let extra: Vec<_> = seen.difference(&families).collect();
+        if !extra.is_empty() {
+            problem(format!("unknown families in the report: {extra:?}"));
+        }
+        println!(
+            "{} {shape} for {arch} with NVRTC {nvrtc} in {:.1} s: {}",
+            op.name(),
+            report["wall_s"].as_f64().unwrap_or(0.0),
+            summary.join("; ")
+        );
+    }
+    problems
+}
+
+#[test]
+fn every_config_compiles_for_sm_90_with_nvrtc_13() {
+    let Some(dir) = nvrtc_dir("AUTOTUNE_NVRTC13_DIR") else {
+        return;
+    };
+    let problems = compile_everything("sm_90", &dir, "13");
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[test]
+fn every_config_compiles_for_sm_61_with_nvrtc_12() {
+    let Some(dir) = nvrtc_dir("AUTOTUNE_NVRTC12_DIR") else {
+        return;
+    };
+    let problems = compile_everything("sm_61", &dir, "12");
+    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+}
+
+#[test]
+fn nvrtc_13_refuses_sm_61_and_points_to_nvrtc_12() {
+    let Some(dir) = nvrtc_dir("AUTOTUNE_NVRTC13_DIR") else {
+        return;
+    };
+    let r = autotune(
+        &dir,
+        &["--shape", "2048x2048x2048", "--dry-run", "--arch", "sm_61"],
+    );
+    let ctx = format!(
+        "exit: {:?}\nstdout:\n{}\nstderr:\n{}",
+        r.code,
+        tail(&r.stdout, 2000),
+        tail(&r.stderr, 2000)
+    );
+    assert!(!r.ok, "NVRTC 13 compiled for sm_61: {ctx}");
+    assert_eq!(r.code, Some(1), "{ctx}");
+    assert!(!r.stderr.contains("panicked"), "{ctx}");
+    let errors: Vec<&str> = r
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("Error: "))
+        .collect();
+    assert_eq!(errors.len(), 1, "expected one `Error: ...` line: {ctx}");
+    for needle in ["NVRTC 13", "sm_61", "NVRTC 12", "nvidia-cuda-nvrtc-cu12"] {
+        assert!(errors[0].contains(needle), "expected {needle:?}: {ctx}");
+    }
+}
