@@ -4,6 +4,7 @@ use anyhow::{bail, Context, Result};
 use autotune::compile::{self, Arch};
 use autotune::db::Database;
 use autotune::device::Device;
+use autotune::lookup;
 use autotune::report;
 use autotune::runner;
 use autotune::search::Exhaustive;
@@ -20,8 +21,17 @@ use std::sync::Mutex;
 /// Finds the fastest CUDA SGEMM/SGEMV kernel configuration for a shape on this GPU and records
 /// it in a TOML tuning database.
 #[derive(Debug, Parser)]
-#[command(name = "autotune", version, about, long_about = None)]
+#[command(
+    name = "autotune",
+    version,
+    about,
+    long_about = None,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true
+)]
 struct Args {
+    #[command(subcommand)]
+    command: Option<Command>,
     /// Problem shape: MxNxK for gemm (C = A B), MxK or Mx1xK for gemv (y = A x).
     #[arg(
         long,
@@ -73,6 +83,104 @@ struct Args {
     /// ones built into the binary.
     #[arg(long)]
     spaces: Option<PathBuf>,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum Command {
+    /// Print what a product would launch for a shape, and why, from the database alone.
+    Best(BestArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct BestArgs {
+    /// Operation: gemm or gemv.
+    #[arg(long, default_value = "gemm")]
+    op: String,
+    /// Problem shape: MxNxK (gemm) or MxK (gemv).
+    #[arg(long, short)]
+    shape: String,
+    /// GPU name as recorded in the database (default: the name of --device, which needs a GPU).
+    #[arg(long)]
+    gpu: Option<String>,
+    /// Its arch (default: the database's record of the GPU, or the device's).
+    #[arg(long)]
+    arch: Option<String>,
+    /// CUDA device ordinal, when --gpu is not given.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// The tuning database.
+    #[arg(long, default_value = "results/tuning.toml")]
+    db: PathBuf,
+    /// Print the choice as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// `autotune best`: the lookup a product makes, explained.
+fn best(a: &BestArgs) -> Result<()> {
+    let op: Op = a.op.parse()?;
+    let shape = Shape::parse(op, &a.shape)?;
+    let db = Database::load(&a.db)?;
+    let (gpu, dev_arch) = match &a.gpu {
+        Some(g) => (g.clone(), None),
+        None => {
+            let dev = Device::open(a.device)
+                .context("no --gpu given, so the GPU's name is read from the device")?;
+            (dev.info.name.clone(), Some(dev.info.arch.to_string()))
+        }
+    };
+    let arch = a
+        .arch
+        .clone()
+        .map(|s| s.parse::<Arch>().map(|x| x.to_string()))
+        .transpose()?
+        .or_else(|| db.gpu(&gpu).map(|g| g.arch.clone()))
+        .or(dev_arch);
+    let choice = lookup::lookup(&db, &gpu, arch.as_deref(), op, shape);
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&choice)?);
+        return Ok(());
+    }
+    println!(
+        "{} on {gpu} ({})",
+        choice.describe(op, shape),
+        arch.as_deref().unwrap_or("arch unknown")
+    );
+    let catalog = Catalog::builtin()?;
+    let family = catalog.get(&choice.family)?;
+    let config = autotune::space::Config {
+        family: choice.family.clone(),
+        params: choice.params.clone(),
+    };
+    let limits = arch
+        .as_deref()
+        .and_then(|s| s.parse::<Arch>().ok())
+        .and_then(|x| autotune::space::Limits::for_arch(x.number() as i64))
+        .or_else(|| autotune::space::Limits::for_arch(90));
+    if let Some(limits) = limits {
+        let l = family.space.launch(&config, shape, &limits)?;
+        println!(
+            "launch {}: grid {:?}, block {:?}, dynamic shared memory {} B{}",
+            family.kernel_name(&config),
+            l.grid,
+            l.block,
+            l.dynamic_shared_bytes,
+            if l.zero_output {
+                ", output zeroed first"
+            } else {
+                ""
+            }
+        );
+    }
+    if let Some(e) = &choice.entry {
+        if e.checksum != family.checksum {
+            println!(
+                "warning: this entry was tuned with another version of {} (checksum differs): re-tune {} {} to refresh it",
+                e.family, e.op, e.shape
+            );
+        }
+    }
+    Ok(())
 }
 
 /// indicatif bars for the compile and benchmark phases.
@@ -137,6 +245,9 @@ fn catalog(args: &Args) -> Result<Catalog> {
 /// Runs the command line.
 pub fn main() -> Result<()> {
     let args = Args::parse();
+    if let Some(Command::Best(b)) = &args.command {
+        return best(b);
+    }
     let (op, shapes) = match (&args.suite, &args.shape) {
         (Some(path), _) => {
             let suite = Suite::load(path)?;

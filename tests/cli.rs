@@ -263,3 +263,65 @@ fn help_lists_the_main_options() {
         assert!(r.stdout.contains(opt), "--help lacks {opt}:\n{}", r.stdout);
     }
 }
+
+/// `autotune best` against a committed database: every lookup rule, no GPU needed.
+#[test]
+fn best_explains_each_lookup_rule_without_a_gpu() {
+    let db = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/h200-db.toml");
+    let run = |args: &[&str]| {
+        let out = Command::cargo_bin("autotune")
+            .unwrap()
+            .args(["best", "--db", db])
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let exact = run(&["--gpu", "NVIDIA H200", "--shape", "2048x2048x2048"]);
+    assert!(exact.contains("(exact:"), "{exact}");
+    assert!(exact.contains("launch gemm_"), "{exact}");
+    let near = run(&["--gpu", "NVIDIA H200", "--shape", "3000x3000x3000"]);
+    assert!(near.contains("nearest tuned shape on this GPU"), "{near}");
+    assert!(near.contains("4096x4096x4096"), "{near}");
+    let gemv = run(&[
+        "--gpu",
+        "NVIDIA H200",
+        "--op",
+        "gemv",
+        "--shape",
+        "16000x16000",
+    ]);
+    assert!(gemv.contains("16384x16384"), "{gemv}");
+    let arch = run(&[
+        "--gpu",
+        "NVIDIA H100 80GB HBM3",
+        "--arch",
+        "sm_90",
+        "--shape",
+        "2048x2048x2048",
+    ]);
+    assert!(arch.contains("another GPU of the same arch"), "{arch}");
+    let default = run(&[
+        "--gpu",
+        "NVIDIA GeForce GTX 1080 Ti",
+        "--arch",
+        "sm_61",
+        "--shape",
+        "64x64x64",
+    ]);
+    assert!(default.contains("built-in default"), "{default}");
+    let json = run(&[
+        "--gpu",
+        "NVIDIA H200",
+        "--shape",
+        "2048x2048x2048",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["rule"], "exact");
+}
