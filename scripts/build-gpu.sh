@@ -3,9 +3,10 @@
 # (which has no cargo), and copies them into .gpu/ (ignored by git; carried to the GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-cargo build --release
+cargo build --release --bins --examples
 mkdir -p .gpu
 cp target/release/autotune .gpu/autotune
+cp target/release/examples/ship .gpu/ship
 tests=$(cargo test --release --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:

@@ -349,3 +349,110 @@ mod tests {
         );
     }
 }
+
+/// Compiled cubins on disk, keyed by NVRTC version + arch + source hash, so a product's second
+/// start compiles nothing. Writes are atomic (temp file + rename); an unreadable or missing
+/// entry is simply compiled again.
+#[derive(Debug, Clone)]
+pub struct DiskCache {
+    dir: std::path::PathBuf,
+}
+
+impl DiskCache {
+    /// A cache in `dir` (created on first write).
+    pub fn new(dir: impl Into<std::path::PathBuf>) -> DiskCache {
+        DiskCache { dir: dir.into() }
+    }
+
+    /// The user's cache directory: `$AUTOTUNE_CACHE_DIR`, else `$XDG_CACHE_HOME/autotune`,
+    /// else `$HOME/.cache/autotune`; `None` when none is set.
+    pub fn user_default() -> Option<DiskCache> {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        var("AUTOTUNE_CACHE_DIR")
+            .map(std::path::PathBuf::from)
+            .or_else(|| var("XDG_CACHE_HOME").map(|d| std::path::Path::new(&d).join("autotune")))
+            .or_else(|| var("HOME").map(|d| std::path::Path::new(&d).join(".cache/autotune")))
+            .map(DiskCache::new)
+    }
+
+    /// The directory.
+    pub fn dir(&self) -> &std::path::Path {
+        &self.dir
+    }
+
+    fn path(&self, nvrtc: &str, arch: Arch, source: &Source) -> std::path::PathBuf {
+        use sha2::{Digest, Sha256};
+        let mut h = Sha256::new();
+        for part in [
+            nvrtc.as_bytes(),
+            arch.to_string().as_bytes(),
+            source.code.as_bytes(),
+        ] {
+            h.update(part);
+            h.update([0u8]);
+        }
+        let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        self.dir
+            .join(format!("{}-{}.cubin", source.kernel_name, &hex[..32]))
+    }
+
+    /// The cached cubin of `source`, if present.
+    pub fn get(&self, nvrtc: &str, arch: Arch, source: &Source) -> Option<Compiled> {
+        let cubin = std::fs::read(self.path(nvrtc, arch, source)).ok()?;
+        (!cubin.is_empty()).then(|| Compiled {
+            kernel_name: source.kernel_name.clone(),
+            arch,
+            cubin,
+            compile_ms: 0.0,
+        })
+    }
+
+    /// Stores a cubin; failures are returned but harmless (the next start compiles again).
+    pub fn put(&self, nvrtc: &str, compiled: &Compiled, source: &Source) -> std::io::Result<()> {
+        std::fs::create_dir_all(&self.dir)?;
+        let path = self.path(nvrtc, compiled.arch, source);
+        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
+        std::fs::write(&tmp, &compiled.cubin)?;
+        std::fs::rename(&tmp, &path).inspect_err(|_| {
+            let _ = std::fs::remove_file(&tmp);
+        })
+    }
+}
+
+#[cfg(test)]
+mod disk_tests {
+    use super::*;
+
+    #[test]
+    fn disk_cache_round_trip_and_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DiskCache::new(dir.path().join("c"));
+        let src = Source {
+            family: "f".into(),
+            kernel_name: "k".into(),
+            code: "code".into(),
+        };
+        let arch = Arch { major: 9, minor: 0 };
+        assert!(cache.get("13.0", arch, &src).is_none());
+        let c = Compiled {
+            kernel_name: "k".into(),
+            arch,
+            cubin: vec![1, 2, 3],
+            compile_ms: 5.0,
+        };
+        cache.put("13.0", &c, &src).unwrap();
+        assert_eq!(cache.get("13.0", arch, &src).unwrap().cubin, vec![1, 2, 3]);
+        // Another NVRTC, arch or source text is another entry.
+        assert!(cache.get("12.9", arch, &src).is_none());
+        assert!(cache
+            .get("13.0", Arch { major: 8, minor: 9 }, &src)
+            .is_none());
+        let other = Source {
+            code: "code2".into(),
+            ..src.clone()
+        };
+        assert!(cache.get("13.0", arch, &other).is_none());
+        let leftovers = std::fs::read_dir(dir.path().join("c")).unwrap().count();
+        assert_eq!(leftovers, 1, "no temp files left behind");
+    }
+}

@@ -111,6 +111,64 @@ pub struct Device {
     pub info: DeviceInfo,
 }
 
+/// Reads what the tuner needs to know of the device behind `ctx`.
+pub fn query(ctx: &Arc<CudaContext>) -> Result<DeviceInfo, DeviceError> {
+    let ordinal = ctx.ordinal();
+    let attr = |a: Attr, what: &'static str| ctx.attribute(a).during(what);
+    let (major, minor) = ctx
+        .compute_capability()
+        .during("reading the compute capability")?;
+    let arch = Arch {
+        major: major as u32,
+        minor: minor as u32,
+    };
+    let limits = Limits {
+        sm: arch.number() as i64,
+        max_threads_per_block: attr(
+            Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
+            "reading max threads per block",
+        )? as i64,
+        max_shared_per_block: attr(
+            Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
+            "reading shared memory per block",
+        )? as i64,
+        max_shared_per_block_optin: attr(
+            Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            "reading opt-in shared memory per block",
+        )? as i64,
+        max_regs_per_block: attr(
+            Attr::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK,
+            "reading registers per block",
+        )? as i64,
+    };
+    let mut driver = 0i32;
+    // SAFETY: the driver library is loaded (checked in device_count) and `driver` is a
+    // valid out-pointer.
+    let rc = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) };
+    let driver_version = if rc == cudarc::driver::sys::CUresult::CUDA_SUCCESS {
+        format!("{}.{}", driver / 1000, (driver % 1000) / 10)
+    } else {
+        "unknown".into()
+    };
+    Ok(DeviceInfo {
+        ordinal,
+        name: ctx.name().during("reading the device name")?,
+        arch,
+        sms: attr(
+            Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
+            "reading the SM count",
+        )? as u32,
+        clock_mhz: (attr(Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE, "reading the clock")? / 1000) as u32,
+        memory_bytes: ctx.total_mem().during("reading total memory")? as u64,
+        l2_bytes: attr(
+            Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
+            "reading the L2 size",
+        )? as u64,
+        limits,
+        driver_version,
+    })
+}
+
 /// Number of CUDA devices, or an error when the driver is missing.
 pub fn device_count() -> Result<i32, DeviceError> {
     // cudarc panics when it cannot load libcuda: ask first.
@@ -137,60 +195,7 @@ impl Device {
             });
         }
         let ctx = CudaContext::new(ordinal).during("creating a context")?;
-        let attr = |a: Attr, what: &'static str| ctx.attribute(a).during(what);
-        let (major, minor) = ctx
-            .compute_capability()
-            .during("reading the compute capability")?;
-        let arch = Arch {
-            major: major as u32,
-            minor: minor as u32,
-        };
-        let limits = Limits {
-            sm: arch.number() as i64,
-            max_threads_per_block: attr(
-                Attr::CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK,
-                "reading max threads per block",
-            )? as i64,
-            max_shared_per_block: attr(
-                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK,
-                "reading shared memory per block",
-            )? as i64,
-            max_shared_per_block_optin: attr(
-                Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
-                "reading opt-in shared memory per block",
-            )? as i64,
-            max_regs_per_block: attr(
-                Attr::CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK,
-                "reading registers per block",
-            )? as i64,
-        };
-        let mut driver = 0i32;
-        // SAFETY: the driver library is loaded (checked in device_count) and `driver` is a
-        // valid out-pointer.
-        let rc = unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver) };
-        let driver_version = if rc == cudarc::driver::sys::CUresult::CUDA_SUCCESS {
-            format!("{}.{}", driver / 1000, (driver % 1000) / 10)
-        } else {
-            "unknown".into()
-        };
-        let info = DeviceInfo {
-            ordinal,
-            name: ctx.name().during("reading the device name")?,
-            arch,
-            sms: attr(
-                Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT,
-                "reading the SM count",
-            )? as u32,
-            clock_mhz: (attr(Attr::CU_DEVICE_ATTRIBUTE_CLOCK_RATE, "reading the clock")? / 1000)
-                as u32,
-            memory_bytes: ctx.total_mem().during("reading total memory")? as u64,
-            l2_bytes: attr(
-                Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE,
-                "reading the L2 size",
-            )? as u64,
-            limits,
-            driver_version,
-        };
+        let info = query(&ctx)?;
         let stream = ctx.default_stream();
         Ok(Device { ctx, stream, info })
     }

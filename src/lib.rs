@@ -10,7 +10,8 @@
 //! report ([`report`]).
 //!
 //! Pure modules (`shape`, `expr`, `space`, `template`, `db`, `search`, `timing`, `verify`,
-//! `report`) need no GPU; only `device`, `compile` and `runner` touch CUDA.
+//! `report`, `lookup`, `suite`) need no GPU; only `device`, `compile`, `runner` and `runtime`
+//! touch CUDA. A product uses [`Tuned`] (module [`runtime`]).
 
 #![warn(missing_docs)]
 
@@ -21,6 +22,7 @@ pub mod expr;
 pub mod lookup;
 pub mod report;
 pub mod runner;
+pub mod runtime;
 pub mod search;
 pub mod shape;
 pub mod space;
@@ -30,4 +32,5 @@ pub mod timing;
 pub mod tune;
 pub mod verify;
 
+pub use runtime::Tuned;
 pub use shape::{Op, Shape};

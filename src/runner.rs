@@ -16,9 +16,11 @@ use cudarc::cublas::sys::{cublasMath_t, cublasOperation_t};
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{
-    CudaEvent, CudaFunction, CudaSlice, DevicePtrMut, LaunchConfig, PushKernelArg,
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtrMut, LaunchConfig,
+    PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
+use std::sync::Arc;
 
 /// Largest `M*N*K` whose GEMM reference is computed on the CPU; larger ones use cuBLAS DGEMM.
 const CPU_REFERENCE_MAX_MACS: u64 = 1 << 27;
@@ -266,24 +268,13 @@ impl<'d> Bench<'d> {
             stage: Stage::Load,
             reason,
         };
-        let module = self
-            .dev
-            .ctx
-            .load_module(Ptx::from_binary(compiled.cubin.clone()))
-            .map_err(|e| fail(format!("module load: {e:?}")))?;
-        let func = module.load_function(&compiled.kernel_name).map_err(|e| {
-            fail(format!(
-                "function {} not found: {e:?}",
-                compiled.kernel_name
-            ))
-        })?;
-        if launch.dynamic_shared_bytes > 48 * 1024 {
-            func.set_attribute(
-                cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                launch.dynamic_shared_bytes as i32,
-            )
-            .map_err(|e| fail(format!("raising the dynamic shared memory limit: {e:?}")))?;
-        }
+        let func = load_function(
+            &self.dev.ctx,
+            &compiled.cubin,
+            &compiled.kernel_name,
+            launch.dynamic_shared_bytes,
+        )
+        .map_err(fail)?;
         Ok(Loaded {
             registers: func.num_regs().unwrap_or(-1),
             local_bytes: func.local_size_bytes().unwrap_or(-1),
@@ -348,33 +339,16 @@ impl<'d> Bench<'d> {
                 },
             }
             .map_err(|e| format!("cuBLAS: {e:?}")),
-            Work::Kernel(kern) => {
-                let s = &self.dev.stream;
-                if kern.launch.zero_output {
-                    s.memset_zeros(&mut self.out)
-                        .map_err(|e| format!("zeroing the output: {e:?}"))?;
-                }
-                let cfg = LaunchConfig {
-                    grid_dim: kern.launch.grid,
-                    block_dim: kern.launch.block,
-                    shared_mem_bytes: kern.launch.dynamic_shared_bytes,
-                };
-                let mut lb = s.launch_builder(&kern.func);
-                match self.op {
-                    Op::Gemm => {
-                        lb.arg(&m).arg(&n).arg(&k);
-                    }
-                    Op::Gemv => {
-                        lb.arg(&m).arg(&k);
-                    }
-                }
-                lb.arg(&self.a).arg(&self.b).arg(&mut self.out);
-                // SAFETY: the argument list matches the op's kernel signature, and every
-                // template bounds-checks against M, N, K.
-                unsafe { lb.launch(cfg) }
-                    .map(|_| ())
-                    .map_err(|e| format!("launch {:?}: {e:?}", kern.launch))
-            }
+            Work::Kernel(kern) => launch(
+                &self.dev.stream,
+                &kern.func,
+                kern.launch,
+                self.op,
+                self.shape,
+                &self.a,
+                &self.b,
+                &mut self.out,
+            ),
         }
     }
 
@@ -550,6 +524,72 @@ impl<'d> Bench<'d> {
             local_bytes: kernel.local_bytes,
         }))
     }
+}
+
+/// Loads a cubin into `ctx` and looks up `name`, raising the function's dynamic shared memory
+/// limit when it needs more than the default 48 KiB.
+pub fn load_function(
+    ctx: &Arc<CudaContext>,
+    cubin: &[u8],
+    name: &str,
+    dynamic_shared_bytes: u32,
+) -> Result<CudaFunction, String> {
+    let module = ctx
+        .load_module(Ptx::from_binary(cubin.to_vec()))
+        .map_err(|e| format!("module load: {e:?}"))?;
+    let func = module
+        .load_function(name)
+        .map_err(|e| format!("function {name} not found: {e:?}"))?;
+    if dynamic_shared_bytes > 48 * 1024 {
+        func.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            dynamic_shared_bytes as i32,
+        )
+        .map_err(|e| format!("raising the dynamic shared memory limit: {e:?}"))?;
+    }
+    Ok(func)
+}
+
+/// Launches a kernel of `op`'s signature on `stream`: gemm `(M, N, K, A, B, C)`, gemv
+/// `(M, K, A, x, y)`, zeroing the output first when the family accumulates atomically.
+/// Buffer lengths must match the shape (the caller checks).
+#[allow(clippy::too_many_arguments)]
+pub fn launch(
+    stream: &Arc<CudaStream>,
+    func: &CudaFunction,
+    launch: Launch,
+    op: Op,
+    shape: Shape,
+    a: &CudaSlice<f32>,
+    b: &CudaSlice<f32>,
+    out: &mut CudaSlice<f32>,
+) -> Result<(), String> {
+    let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
+    if launch.zero_output {
+        stream
+            .memset_zeros(out)
+            .map_err(|e| format!("zeroing the output: {e:?}"))?;
+    }
+    let cfg = LaunchConfig {
+        grid_dim: launch.grid,
+        block_dim: launch.block,
+        shared_mem_bytes: launch.dynamic_shared_bytes,
+    };
+    let mut lb = stream.launch_builder(func);
+    match op {
+        Op::Gemm => {
+            lb.arg(&m).arg(&n).arg(&k);
+        }
+        Op::Gemv => {
+            lb.arg(&m).arg(&k);
+        }
+    }
+    lb.arg(a).arg(b).arg(out);
+    // SAFETY: the argument list matches the op's kernel signature, and every template
+    // bounds-checks against M, N, K.
+    unsafe { lb.launch(cfg) }
+        .map(|_| ())
+        .map_err(|e| format!("launch {launch:?}: {e:?}"))
 }
 
 /// Float64 reference on the GPU with cuBLAS DGEMM: the values, then the bound from |A| |B|.

@@ -200,6 +200,34 @@ impl Shape {
         Ok(shape)
     }
 
+    /// A shape from its dimensions, checked like [`Shape::parse`] (no allocation unless it is
+    /// rejected): every dimension at least 1, `n == 1` for gemv, every matrix within
+    /// [`MAX_MATRIX_ELEMENTS`].
+    pub fn new(op: Op, m: u64, n: u64, k: u64) -> Result<Shape, ShapeError> {
+        let shape = Shape { m, n, k };
+        let text = || match op {
+            Op::Gemm => format!("{m}x{n}x{k}"),
+            Op::Gemv => format!("{m}x{n}x{k}"),
+        };
+        for (dim, v) in [('M', m), ('N', n), ('K', k)] {
+            if v == 0 {
+                return Err(ShapeError::NotPositive {
+                    text: text(),
+                    dim,
+                    value: "0".into(),
+                });
+            }
+        }
+        if op == Op::Gemv && n != 1 {
+            return Err(ShapeError::GemvN { text: text(), n });
+        }
+        let fits = |r: u64, c: u64| r.saturating_mul(c) <= MAX_MATRIX_ELEMENTS;
+        if !(fits(m, k) && fits(k, n) && fits(m, n)) {
+            shape.check(op, &text())?;
+        }
+        Ok(shape)
+    }
+
     /// Checks that every matrix of the problem fits the kernels' 32-bit indexing.
     pub fn check(&self, op: Op, text: &str) -> Result<(), ShapeError> {
         let mats: &[(&'static str, u64, u64)] = match op {
@@ -340,6 +368,19 @@ mod tests {
         let v = Shape::parse(Op::Gemv, "10x20").unwrap();
         assert_eq!(v.min_bytes(Op::Gemv), 4.0 * (200.0 + 20.0 + 10.0));
         assert_eq!("SGEMV".parse::<Op>().unwrap(), Op::Gemv);
+        assert_eq!(Shape::new(Op::Gemm, 2, 3, 4).unwrap(), s);
+        assert!(matches!(
+            Shape::new(Op::Gemm, 2, 0, 4),
+            Err(ShapeError::NotPositive { dim: 'N', .. })
+        ));
+        assert!(matches!(
+            Shape::new(Op::Gemv, 2, 2, 4),
+            Err(ShapeError::GemvN { .. })
+        ));
+        assert!(matches!(
+            Shape::new(Op::Gemm, 1 << 20, 1 << 20, 1),
+            Err(ShapeError::TooLarge { .. })
+        ));
         assert!("conv".parse::<Op>().is_err());
     }
 }

@@ -1,0 +1,233 @@
+//! A small product that ships the tuned database: it embeds `results/tuning.toml`, runs gemm
+//! and gemv for tuned, near-tuned and untuned shapes through `autotune::Tuned`, checks each
+//! result against cuBLAS, and prints the decision and the time. Then it measures what the
+//! runtime path (lookup + cached module) costs over a direct cudarc launch of the same kernel.
+//!
+//! Run on a GPU: `cargo run --release --example ship`. A second run finds every kernel in the
+//! disk cache (`compiled 0` in the last line).
+
+use autotune::compile;
+use autotune::lookup::Rule;
+use autotune::runner;
+use autotune::template::Catalog;
+use autotune::{Op, Shape, Tuned};
+use cudarc::cublas::sys::cublasOperation_t;
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
+use std::sync::Arc;
+use std::time::Instant;
+
+const DB: &str = include_str!("../results/tuning.toml");
+
+type Res<T> = Result<T, Box<dyn std::error::Error>>;
+
+fn random(n: usize, seed: u64) -> Vec<f32> {
+    autotune::verify::random_values(n, seed, 0)
+}
+
+/// Median of `reps` event-timed runs, with L2 flushed before each (as the tuner times).
+fn time_ms(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    flush: &mut CudaSlice<u8>,
+    reps: usize,
+    mut f: impl FnMut() -> Res<()>,
+) -> Res<f64> {
+    f()?;
+    let mut v = Vec::new();
+    for _ in 0..reps {
+        stream.memset_zeros(flush)?;
+        let (a, b) = (
+            ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?,
+            ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?,
+        );
+        a.record(stream)?;
+        f()?;
+        b.record(stream)?;
+        b.synchronize()?;
+        v.push(a.elapsed_ms(&b)? as f64);
+    }
+    v.sort_by(f64::total_cmp);
+    Ok(v[v.len() / 2])
+}
+
+fn max_rel_diff(x: &[f32], y: &[f32]) -> f64 {
+    let scale = y.iter().fold(0f64, |m, v| m.max(v.abs() as f64)).max(1e-30);
+    x.iter()
+        .zip(y)
+        .map(|(a, b)| {
+            if a.is_finite() {
+                (*a as f64 - *b as f64).abs() / scale
+            } else {
+                f64::INFINITY
+            }
+        })
+        .fold(0.0, f64::max)
+}
+
+fn main() -> Res<()> {
+    let ctx = CudaContext::new(0)?;
+    let stream = ctx.default_stream();
+    let tuned = Tuned::from_toml_str(&ctx, DB)?;
+    let blas = CudaBlas::new(stream.clone())?;
+    let l2 = tuned.device().l2_bytes.max(1 << 20) as usize;
+    let mut flush = stream.alloc_zeros::<u8>(2 * l2)?;
+    println!("device: {} ({})", tuned.device().name, tuned.device().arch);
+    println!("| op | shape | rule | config | ms | cuBLAS ms | x cuBLAS | db ms | max rel diff |");
+    println!("|---|---|---|---|---:|---:|---:|---:|---:|");
+    let mut all_ok = true;
+    let cases = [
+        (Op::Gemm, "2048x2048x2048"),
+        (Op::Gemm, "3000x3000x3000"),
+        (Op::Gemm, "777x1333x555"),
+        (Op::Gemv, "4096x4096"),
+        (Op::Gemv, "5000x5000"),
+        (Op::Gemv, "1000x999"),
+    ];
+    for (op, text) in cases {
+        let shape = Shape::parse(op, text)?;
+        let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+        let a = stream.clone_htod(&random(m * k, 1))?;
+        let b = stream.clone_htod(&random(k * n, 2))?;
+        let mut out = stream.alloc_zeros::<f32>(m * n)?;
+        let mut reference = stream.alloc_zeros::<f32>(m * n)?;
+        let (mi, ni, ki) = (m as i32, n as i32, k as i32);
+        let ours = time_ms(&ctx, &stream, &mut flush, 20, || {
+            match op {
+                Op::Gemm => tuned.gemm(&stream, m, n, k, &a, &b, &mut out)?,
+                Op::Gemv => tuned.gemv(&stream, m, k, &a, &b, &mut out)?,
+            }
+            Ok(())
+        })?;
+        let cublas = time_ms(&ctx, &stream, &mut flush, 20, || {
+            unsafe {
+                match op {
+                    Op::Gemm => blas.gemm(
+                        GemmConfig {
+                            transa: cublasOperation_t::CUBLAS_OP_N,
+                            transb: cublasOperation_t::CUBLAS_OP_N,
+                            m: ni,
+                            n: mi,
+                            k: ki,
+                            alpha: 1.0f32,
+                            lda: ni,
+                            ldb: ki,
+                            beta: 0.0,
+                            ldc: ni,
+                        },
+                        &b,
+                        &a,
+                        &mut reference,
+                    )?,
+                    Op::Gemv => blas.gemv(
+                        GemvConfig {
+                            trans: cublasOperation_t::CUBLAS_OP_T,
+                            m: ki,
+                            n: mi,
+                            alpha: 1.0f32,
+                            lda: ki,
+                            incx: 1,
+                            beta: 0.0,
+                            incy: 1,
+                        },
+                        &a,
+                        &b,
+                        &mut reference,
+                    )?,
+                }
+            }
+            Ok(())
+        })?;
+        let diff = max_rel_diff(&stream.clone_dtoh(&out)?, &stream.clone_dtoh(&reference)?);
+        let choice = tuned.explain(op, shape);
+        let db_ms = match (&choice.entry, choice.rule) {
+            (Some(e), Rule::Exact) => format!("{:.4}", e.median_ms),
+            _ => "-".into(),
+        };
+        // Relative to the largest |element|: fp32 summation-order noise is far below 1e-4.
+        let ok = diff < 1e-4;
+        all_ok &= ok;
+        println!(
+            "| {op} | {text} | {:?} | {} {} | {ours:.4} | {cublas:.4} | {:.3} | {db_ms} | {diff:.2e}{} |",
+            choice.rule,
+            choice.family,
+            choice.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+            cublas / ours,
+            if ok { "" } else { " WRONG" }
+        );
+    }
+
+    // Launch overhead: 10,000 small launches through the runtime, and the same kernel launched
+    // directly with cudarc.
+    let shape = Shape::parse(Op::Gemv, "64x64")?;
+    let (m, k) = (64usize, 64usize);
+    let a = stream.clone_htod(&random(m * k, 3))?;
+    let x = stream.clone_htod(&random(k, 4))?;
+    let mut y = stream.alloc_zeros::<f32>(m)?;
+    let choice = tuned.explain(Op::Gemv, shape);
+    let catalog = Catalog::builtin()?;
+    let family = catalog.get(&choice.family)?;
+    let config = autotune::space::Config {
+        family: choice.family.clone(),
+        params: choice.params.clone(),
+    };
+    let launch = family
+        .space
+        .launch(&config, shape, &tuned.device().limits)?;
+    let source = family.instantiate(&config);
+    let compiled = compile::compile(&source, tuned.device().arch)?;
+    let func = runner::load_function(
+        &ctx,
+        &compiled.cubin,
+        &source.kernel_name,
+        launch.dynamic_shared_bytes,
+    )?;
+    let cfg = LaunchConfig {
+        grid_dim: launch.grid,
+        block_dim: launch.block,
+        shared_mem_bytes: launch.dynamic_shared_bytes,
+    };
+    const N: usize = 10_000;
+    let mut direct_us = Vec::new();
+    let mut runtime_us = Vec::new();
+    tuned.gemv(&stream, m, k, &a, &x, &mut y)?;
+    for _round in 0..5 {
+        stream.synchronize()?;
+        let t = Instant::now();
+        for _ in 0..N {
+            let (mi, ki) = (m as i32, k as i32);
+            if launch.zero_output {
+                stream.memset_zeros(&mut y)?;
+            }
+            let mut lb = stream.launch_builder(&func);
+            lb.arg(&mi).arg(&ki).arg(&a).arg(&x).arg(&mut y);
+            unsafe { lb.launch(cfg) }?;
+        }
+        stream.synchronize()?;
+        direct_us.push(t.elapsed().as_secs_f64() * 1e6 / N as f64);
+        let t = Instant::now();
+        for _ in 0..N {
+            tuned.gemv(&stream, m, k, &a, &x, &mut y)?;
+        }
+        stream.synchronize()?;
+        runtime_us.push(t.elapsed().as_secs_f64() * 1e6 / N as f64);
+    }
+    direct_us.sort_by(f64::total_cmp);
+    runtime_us.sort_by(f64::total_cmp);
+    let (d, r) = (direct_us[2], runtime_us[2]);
+    println!(
+        "launch overhead, {N} launches of {} (gemv 64x64), median of 5 rounds: direct cudarc {d:.3} us/launch, runtime {r:.3} us/launch, ratio {:.3}",
+        source.kernel_name,
+        r / d
+    );
+    let s = tuned.stats();
+    println!(
+        "module cache: compiled {} kernel(s) with NVRTC, {} from the disk cache, {} shapes resolved",
+        s.compiled, s.disk_hits, s.shapes
+    );
+    if !all_ok {
+        return Err("a result disagreed with cuBLAS".into());
+    }
+    Ok(())
+}
