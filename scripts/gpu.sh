@@ -31,6 +31,17 @@ if [ "${SHIP:-0}" = 1 ]; then
     { echo "== ship, start $run"; cat "$OUT/ship-$run.log"; } | tee -a "$OUT/summary.txt"
   done
 fi
+if [ "${EXPORT_CHECK:-0}" = 1 ]; then
+  # Headers for a C++ product: export, build with nvcc, run against a CPU reference.
+  dir="$OUT/../export-check"; rm -rf "$dir"; mkdir -p "$dir"
+  cp examples/cuda-header/main.cu "$dir/"
+  gpu=${EXPORT_GPU:-"NVIDIA H200"}
+  .gpu/autotune export --format cuda-header --gpu "$gpu" --op gemm --shape 2048x2048x2048 -o "$dir/gemm.cuh" &&
+  .gpu/autotune export --format cuda-header --gpu "$gpu" --op gemv --shape 256x65536 -o "$dir/gemv.cuh" &&
+  .gpu/autotune export --format cuda-header --gpu "$gpu" --op gemv --shape 4096x4096 -o "$dir/gemv2.cuh" &&
+  (cd "$dir" && nvcc -std=c++17 -O2 -arch=sm_90 main.cu -o main && ./main) >"$OUT/export-check.log" 2>&1 || status=1
+  { echo "== export check"; tail -4 "$OUT/export-check.log"; } | tee -a "$OUT/summary.txt"
+fi
 for shape in $SHAPES; do
   start=$SECONDS
   .gpu/autotune --op "$OP" --shape "$shape" --db "$DB" --top 5 ${AUTOTUNE_ARGS:-} >"$OUT/tune-$OP-$shape.log" 2>&1 || status=1
@@ -49,4 +60,7 @@ for suite in $SUITES; do
     cat "$OUT/suite-$name.md" 2>/dev/null
   } | tee -a "$OUT/summary.txt"
 done
+# At most 8 files come back from the GPU machine: keep the database, the summary and the suite
+# tables as files, and pack every log into one archive.
+(cd "$OUT" && ls *.log >/dev/null 2>&1 && tar czf logs.tar.gz *.log && rm -f *.log)
 exit $status

@@ -4,13 +4,14 @@ use anyhow::{bail, Context, Result};
 use autotune::compile::{self, Arch};
 use autotune::db::Database;
 use autotune::device::Device;
+use autotune::export::{self, Format};
 use autotune::lookup;
 use autotune::report;
 use autotune::runner;
 use autotune::search::Exhaustive;
 use autotune::shape::{Op, Shape};
 use autotune::suite::Suite;
-use autotune::template::Catalog;
+use autotune::template::{Catalog, Source};
 use autotune::timing::TimingSettings;
 use autotune::tune::{self, Phase, Progress, TuneOptions};
 use clap::Parser;
@@ -89,6 +90,53 @@ struct Args {
 enum Command {
     /// Print what a product would launch for a shape, and why, from the database alone.
     Best(BestArgs),
+    /// Write the kernel and launch helper the database chooses for a shape as a self-contained
+    /// CUDA header for nvcc-built products (no GPU needed).
+    Export(ExportArgs),
+    /// Print a suite's table (winner, throughput, x cuBLAS, % of peak per shape) for one GPU
+    /// from the database alone.
+    Summary(SummaryArgs),
+}
+
+#[derive(Debug, clap::Args)]
+struct SummaryArgs {
+    /// The suite file, e.g. configs/suites/gemm.toml.
+    #[arg(long)]
+    suite: PathBuf,
+    /// GPU name as recorded in the database.
+    #[arg(long)]
+    gpu: String,
+    /// The tuning database.
+    #[arg(long, default_value = "results/tuning.toml")]
+    db: PathBuf,
+}
+
+/// `autotune summary`: a suite's results on one GPU, from the database.
+fn summary(a: &SummaryArgs) -> Result<()> {
+    let suite = Suite::load(&a.suite)?;
+    let db = Database::load(&a.db)?;
+    let Some(gpu) = db.gpu(&a.gpu) else {
+        let known: Vec<_> = db.gpus.iter().map(|g| g.name.as_str()).collect();
+        bail!(
+            "no GPU named '{}' in {}; it has: {}",
+            a.gpu,
+            a.db.display(),
+            known.join(", ")
+        );
+    };
+    let mut entries = Vec::new();
+    let mut missing = Vec::new();
+    for &shape in &suite.shapes {
+        match db.get(&a.gpu, suite.op, shape) {
+            Some(e) => entries.push(e),
+            None => missing.push(shape.label(suite.op)),
+        }
+    }
+    print!("{}", report::suite_markdown(suite.op, gpu, &entries));
+    if !missing.is_empty() {
+        println!("\nnot tuned on this GPU yet: {}", missing.join(", "));
+    }
+    Ok(())
 }
 
 #[derive(Debug, clap::Args)]
@@ -116,26 +164,136 @@ struct BestArgs {
     json: bool,
 }
 
-/// `autotune best`: the lookup a product makes, explained.
-fn best(a: &BestArgs) -> Result<()> {
-    let op: Op = a.op.parse()?;
-    let shape = Shape::parse(op, &a.shape)?;
-    let db = Database::load(&a.db)?;
-    let (gpu, dev_arch) = match &a.gpu {
+#[derive(Debug, clap::Args)]
+struct ExportArgs {
+    /// Output format; accepted: cuda-header (a self-contained .cuh: the validated kernel and a
+    /// host launch helper for exactly this shape).
+    #[arg(long)]
+    format: String,
+    /// Operation: gemm or gemv.
+    #[arg(long, default_value = "gemm")]
+    op: String,
+    /// Problem shape: MxNxK (gemm) or MxK (gemv).
+    #[arg(long, short)]
+    shape: String,
+    /// GPU name as recorded in the database (default: the name of --device, which needs a GPU).
+    #[arg(long)]
+    gpu: Option<String>,
+    /// Its arch (default: the database's record of the GPU, or the device's).
+    #[arg(long)]
+    arch: Option<String>,
+    /// CUDA device ordinal, when --gpu is not given.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// The tuning database.
+    #[arg(long, default_value = "results/tuning.toml")]
+    db: PathBuf,
+    /// Write the header to this file instead of stdout.
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Before writing, check that the header compiles with NVRTC for the arch (needs NVRTC on
+    /// LD_LIBRARY_PATH, no GPU); nothing is written when it does not.
+    #[arg(long)]
+    check_compile: bool,
+    /// With --check-compile: compile this file's text followed by the header, in one
+    /// translation unit (e.g. another exported header, to check that both coexist).
+    #[arg(long, requires = "check_compile")]
+    check_with: Option<PathBuf>,
+}
+
+/// The GPU name and arch a lookup is for: `--gpu` or the device's name; `--arch`, else the
+/// database's record of the GPU, else the device's arch.
+fn gpu_and_arch(
+    gpu: &Option<String>,
+    arch: &Option<String>,
+    device: usize,
+    db: &Database,
+) -> Result<(String, Option<String>)> {
+    let (gpu, dev_arch) = match gpu {
         Some(g) => (g.clone(), None),
         None => {
-            let dev = Device::open(a.device)
+            let dev = Device::open(device)
                 .context("no --gpu given, so the GPU's name is read from the device")?;
             (dev.info.name.clone(), Some(dev.info.arch.to_string()))
         }
     };
-    let arch = a
-        .arch
+    let arch = arch
         .clone()
         .map(|s| s.parse::<Arch>().map(|x| x.to_string()))
         .transpose()?
         .or_else(|| db.gpu(&gpu).map(|g| g.arch.clone()))
         .or(dev_arch);
+    Ok((gpu, arch))
+}
+
+/// `autotune export`: the database's choice for one shape as a file a product compiles.
+fn export(a: &ExportArgs) -> Result<()> {
+    let format: Format = a.format.parse()?;
+    let op: Op = a.op.parse()?;
+    let shape = Shape::parse(op, &a.shape)?;
+    let db = Database::load(&a.db)?;
+    let (gpu, arch) = gpu_and_arch(&a.gpu, &a.arch, a.device, &db)?;
+    let Some(arch) = arch else {
+        bail!("the arch of GPU '{gpu}' is unknown (it is not in {}): pass --arch sm_XY, e.g. sm_90 for an H100/H200", a.db.display());
+    };
+    let arch: Arch = arch.parse()?;
+    let Some(limits) = autotune::space::Limits::for_arch(arch.number() as i64) else {
+        bail!(
+            "no launch limits are known for {arch}: pass --arch with a supported arch, e.g. sm_90"
+        );
+    };
+    let choice = lookup::lookup(&db, &gpu, Some(&arch.to_string()), op, shape);
+    let catalog = Catalog::builtin()?;
+    let family = catalog.get(&choice.family)?;
+    let text = match format {
+        Format::CudaHeader => export::cuda_header(&choice, family, op, shape, &limits, &gpu)?,
+    };
+    if a.check_compile {
+        let mut code = match &a.check_with {
+            Some(p) => std::fs::read_to_string(p)
+                .with_context(|| format!("reading --check-with {}", p.display()))?,
+            None => String::new(),
+        };
+        if !code.is_empty() && !code.ends_with('\n') {
+            code.push('\n');
+        }
+        code.push_str(&text);
+        let source = Source {
+            family: choice.family.clone(),
+            kernel_name: export::helper_name(op, shape),
+            code,
+        };
+        compile::check_arch(arch)?;
+        let c = compile::compile(&source, arch)
+            .context("the exported header does not compile with NVRTC")?;
+        eprintln!(
+            "the header{} compiles for {arch} with NVRTC {} ({} B cubin, {:.0} ms)",
+            if a.check_with.is_some() {
+                " (after --check-with)"
+            } else {
+                ""
+            },
+            compile::nvrtc_version()?,
+            c.cubin.len(),
+            c.compile_ms
+        );
+    }
+    match &a.output {
+        Some(p) => {
+            std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
+            eprintln!("wrote {} ({})", p.display(), choice.describe(op, shape));
+        }
+        None => print!("{text}"),
+    }
+    Ok(())
+}
+
+/// `autotune best`: the lookup a product makes, explained.
+fn best(a: &BestArgs) -> Result<()> {
+    let op: Op = a.op.parse()?;
+    let shape = Shape::parse(op, &a.shape)?;
+    let db = Database::load(&a.db)?;
+    let (gpu, arch) = gpu_and_arch(&a.gpu, &a.arch, a.device, &db)?;
     let choice = lookup::lookup(&db, &gpu, arch.as_deref(), op, shape);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&choice)?);
@@ -245,8 +403,11 @@ fn catalog(args: &Args) -> Result<Catalog> {
 /// Runs the command line.
 pub fn main() -> Result<()> {
     let args = Args::parse();
-    if let Some(Command::Best(b)) = &args.command {
-        return best(b);
+    match &args.command {
+        Some(Command::Best(b)) => return best(b),
+        Some(Command::Export(e)) => return export(e),
+        Some(Command::Summary(a)) => return summary(a),
+        None => {}
     }
     let (op, shapes) = match (&args.suite, &args.shape) {
         (Some(path), _) => {

@@ -18,6 +18,7 @@
 pub mod compile;
 pub mod db;
 pub mod device;
+pub mod export;
 pub mod expr;
 pub mod lookup;
 pub mod report;

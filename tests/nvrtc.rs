@@ -264,3 +264,71 @@ fn nvrtc_13_refuses_sm_61_and_points_to_nvrtc_12() {
         assert!(errors[0].contains(needle), "expected {needle:?}: {ctx}");
     }
 }
+
+/// `autotune export --format cuda-header` against the committed database: each header compiles
+/// alone with NVRTC 13 for sm_90, and several headers (one included twice, two of one gemv
+/// family whose `__device__` helpers share names) compile together in one translation unit.
+#[test]
+fn exported_headers_compile_and_coexist_with_nvrtc_13() {
+    let Some(dir) = nvrtc_dir("AUTOTUNE_NVRTC13_DIR") else {
+        return;
+    };
+    let db = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/h200-db.toml");
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let export = |op: &str, shape: &str, out: &Path, extra: &[&str]| {
+        let out = out.to_str().expect("a UTF-8 temporary path");
+        let mut args = vec![
+            "export",
+            "--format",
+            "cuda-header",
+            "--op",
+            op,
+            "--shape",
+            shape,
+            "--gpu",
+            "NVIDIA H200",
+            "--db",
+            db,
+            "-o",
+            out,
+            "--check-compile",
+        ];
+        args.extend_from_slice(extra);
+        let r = autotune(&dir, &args);
+        assert!(
+            r.ok,
+            "autotune {} (LD_LIBRARY_PATH={}): exit {:?}\nstderr:\n{}",
+            args.join(" "),
+            dir.display(),
+            r.code,
+            tail(&r.stderr, 4000)
+        );
+        assert!(
+            r.stderr.contains("compiles for sm_90 with NVRTC 13."),
+            "{}",
+            r.stderr
+        );
+        std::fs::read_to_string(out).expect("the header was written")
+    };
+    let gemm = tmp.path().join("gemm.cuh");
+    let gemv = tmp.path().join("gemv.cuh");
+    let gemm_text = export("gemm", "2048x2048x2048", &gemm, &[]);
+    let gemv_text = export("gemv", "4096x4096", &gemv, &[]);
+    assert!(gemm_text.contains("autotune_gemm_2048x2048x2048("));
+    assert!(gemv_text.contains("autotune_gemv_4096x4096("));
+    assert!(gemv_text.contains("namespace autotune_gemv_warp_row_"));
+    // gemm twice (its guards make the second a no-op), then gemv 4096x4096, then gemv
+    // 16384x16384, which the database tunes to another gemv_warp_row config.
+    let before = tmp.path().join("before.cu");
+    std::fs::write(&before, format!("{gemm_text}{gemm_text}{gemv_text}"))
+        .expect("writing the combined source");
+    let before = before.to_str().expect("a UTF-8 temporary path");
+    let big = export(
+        "gemv",
+        "16384x16384",
+        &tmp.path().join("gemv_big.cuh"),
+        &["--check-with", before],
+    );
+    assert!(big.contains("namespace autotune_gemv_warp_row_"), "{big}");
+    assert_ne!(big, gemv_text);
+}
