@@ -139,8 +139,9 @@ fn summary(a: &SummaryArgs) -> Result<()> {
     Ok(())
 }
 
+/// What `best` and `export` look up: an op and shape on a GPU, in a database.
 #[derive(Debug, clap::Args)]
-struct BestArgs {
+struct Target {
     /// Operation: gemm or gemv.
     #[arg(long, default_value = "gemm")]
     op: String,
@@ -159,6 +160,23 @@ struct BestArgs {
     /// The tuning database.
     #[arg(long, default_value = "results/tuning.toml")]
     db: PathBuf,
+}
+
+impl Target {
+    /// Parses the op and shape, loads the database and resolves the GPU and its arch.
+    fn resolve(&self) -> Result<(Op, Shape, Database, String, Option<String>)> {
+        let op: Op = self.op.parse()?;
+        let shape = Shape::parse(op, &self.shape)?;
+        let db = Database::load(&self.db)?;
+        let (gpu, arch) = gpu_and_arch(&self.gpu, &self.arch, self.device, &db)?;
+        Ok((op, shape, db, gpu, arch))
+    }
+}
+
+#[derive(Debug, clap::Args)]
+struct BestArgs {
+    #[command(flatten)]
+    target: Target,
     /// Print the choice as JSON.
     #[arg(long)]
     json: bool,
@@ -170,24 +188,8 @@ struct ExportArgs {
     /// host launch helper for exactly this shape).
     #[arg(long)]
     format: String,
-    /// Operation: gemm or gemv.
-    #[arg(long, default_value = "gemm")]
-    op: String,
-    /// Problem shape: MxNxK (gemm) or MxK (gemv).
-    #[arg(long, short)]
-    shape: String,
-    /// GPU name as recorded in the database (default: the name of --device, which needs a GPU).
-    #[arg(long)]
-    gpu: Option<String>,
-    /// Its arch (default: the database's record of the GPU, or the device's).
-    #[arg(long)]
-    arch: Option<String>,
-    /// CUDA device ordinal, when --gpu is not given.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
-    /// The tuning database.
-    #[arg(long, default_value = "results/tuning.toml")]
-    db: PathBuf,
+    #[command(flatten)]
+    target: Target,
     /// Write the header to this file instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
@@ -229,12 +231,9 @@ fn gpu_and_arch(
 /// `autotune export`: the database's choice for one shape as a file a product compiles.
 fn export(a: &ExportArgs) -> Result<()> {
     let format: Format = a.format.parse()?;
-    let op: Op = a.op.parse()?;
-    let shape = Shape::parse(op, &a.shape)?;
-    let db = Database::load(&a.db)?;
-    let (gpu, arch) = gpu_and_arch(&a.gpu, &a.arch, a.device, &db)?;
+    let (op, shape, db, gpu, arch) = a.target.resolve()?;
     let Some(arch) = arch else {
-        bail!("the arch of GPU '{gpu}' is unknown (it is not in {}): pass --arch sm_XY, e.g. sm_90 for an H100/H200", a.db.display());
+        bail!("the arch of GPU '{gpu}' is unknown (it is not in {}): pass --arch sm_XY, e.g. sm_90 for an H100/H200", a.target.db.display());
     };
     let arch: Arch = arch.parse()?;
     let Some(limits) = autotune::space::Limits::for_arch(arch.number() as i64) else {
@@ -290,10 +289,7 @@ fn export(a: &ExportArgs) -> Result<()> {
 
 /// `autotune best`: the lookup a product makes, explained.
 fn best(a: &BestArgs) -> Result<()> {
-    let op: Op = a.op.parse()?;
-    let shape = Shape::parse(op, &a.shape)?;
-    let db = Database::load(&a.db)?;
-    let (gpu, arch) = gpu_and_arch(&a.gpu, &a.arch, a.device, &db)?;
+    let (op, shape, db, gpu, arch) = a.target.resolve()?;
     let choice = lookup::lookup(&db, &gpu, arch.as_deref(), op, shape);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&choice)?);
