@@ -57,6 +57,9 @@ pub enum RunError {
     /// cuBLAS itself disagreed with the reference: the reference or the buffers are wrong.
     #[error("cuBLAS's result failed validation ({0}): the reference is not trustworthy, so no result would be")]
     BaselineInvalid(String),
+    /// Events gave no usable time (a driver problem; try again).
+    #[error("measurement failed: {0}")]
+    Measurement(String),
     /// A kernel broke the CUDA context (e.g. an illegal address): nothing more can run in
     /// this process.
     #[error("kernel {kernel} broke the CUDA context ({reason}); results so far are lost for this run. Exclude it with --exclude or report the config")]
@@ -663,9 +666,8 @@ pub fn copy_bandwidth_gbs(dev: &Device) -> Result<f64, RunError> {
         b.synchronize().during("waiting for the copy")?;
         samples.push(a.elapsed_ms(&b).during("reading event times")? as f64);
     }
-    let stats = Stats::from_samples(&samples).ok_or_else(|| RunError::Cublas {
-        what: "copy bandwidth",
-        message: "no valid samples".into(),
+    let stats = Stats::from_samples(&samples).ok_or_else(|| {
+        RunError::Measurement("the copy-bandwidth events gave no valid time".into())
     })?;
     Ok(2.0 * bytes as f64 / (stats.median_ms * 1e-3) / 1e9)
 }

@@ -103,17 +103,20 @@ fn small_tune_writes_a_valid_entry() {
         ..TuneOptions::default()
     };
     let cache = Cache::new();
-    let r = tune::tune(
-        &dev,
-        &cat,
-        &cache,
-        Op::Gemm,
-        shape,
-        &opts,
-        &mut Exhaustive,
-        &Silent,
-    )
-    .unwrap();
+    let run = || {
+        tune::tune(
+            &dev,
+            &cat,
+            &cache,
+            Op::Gemm,
+            shape,
+            &opts,
+            &mut Exhaustive,
+            &Silent,
+        )
+        .unwrap()
+    };
+    let r = run();
     assert!(r.baseline.median_ms > 0.0);
     assert!(r.results.len() >= 3);
     assert_eq!(
@@ -129,17 +132,7 @@ fn small_tune_writes_a_valid_entry() {
 
     // A second tune of the same shape compiles nothing: the cache serves every kernel.
     let before = cache.hits();
-    tune::tune(
-        &dev,
-        &cat,
-        &cache,
-        Op::Gemm,
-        shape,
-        &opts,
-        &mut Exhaustive,
-        &Silent,
-    )
-    .unwrap();
+    run();
     assert_eq!(cache.hits() - before, r.results.len());
 
     let dir = tempfile::tempdir().unwrap();
