@@ -152,7 +152,7 @@ fn main() -> Res<()> {
             "| {op} | {text} | {:?} | {} {} | {ours:.4} | {cublas:.4} | {:.3} | {db_ms} | {diff:.2e}{} |",
             choice.rule,
             choice.family,
-            choice.params.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" "),
+            autotune::space::params_label(&choice.params),
             cublas / ours,
             if ok { "" } else { " WRONG" }
         );

@@ -58,12 +58,7 @@ pub struct Choice {
 impl Choice {
     /// One line for logs: the rule, the config and its origin.
     pub fn describe(&self, op: Op, shape: Shape) -> String {
-        let params = self
-            .params
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ");
+        let params = crate::space::params_label(&self.params);
         match &self.entry {
             Some(e) => format!(
                 "{op} {}: {} {params} ({}: {} {} on {}, {:.4} ms there, {:.3}x cuBLAS; distance {:.3})",

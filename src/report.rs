@@ -1,6 +1,7 @@
 //! Text tables of tuning results and dry runs. Pure: formats what other modules measured.
 
 use crate::shape::Op;
+use crate::space::params_label;
 use crate::tune::{DryRunReport, TuneReport};
 use std::fmt::Write;
 
@@ -91,11 +92,7 @@ pub fn tune_table(r: &TuneReport, top: usize) -> String {
             t.row(vec![
                 (i + 1).to_string(),
                 c.family.clone(),
-                c.params
-                    .iter()
-                    .map(|(k, v)| format!("{k}={v}"))
-                    .collect::<Vec<_>>()
-                    .join(" "),
+                params_label(&c.params),
                 format!("{ms:.4}"),
                 format!("{:.4}", m.stats.min_ms),
                 format!("{:.1}", m.stats.spread_pct),
@@ -216,11 +213,7 @@ pub fn suite_markdown(op: Op, gpu: &crate::db::GpuRecord, entries: &[&crate::db:
             "| {} | {} | {} | {:.4} | {:.1} | {:.4} | {:.3} | {:.1} | {}/{} |",
             e.shape,
             e.family,
-            e.params
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect::<Vec<_>>()
-                .join(" "),
+            params_label(&e.params),
             e.median_ms,
             thr,
             e.cublas_median_ms,

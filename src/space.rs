@@ -139,14 +139,19 @@ pub struct Config {
     pub params: BTreeMap<String, i64>,
 }
 
+/// `BM=64 BN=128 ...`: parameters as tables, logs and headers show them.
+pub fn params_label(params: &BTreeMap<String, i64>) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 impl Config {
     /// `BM=64 BN=128 ...`, for tables.
     pub fn params_label(&self) -> String {
-        self.params
-            .iter()
-            .map(|(k, v)| format!("{k}={v}"))
-            .collect::<Vec<_>>()
-            .join(" ")
+        params_label(&self.params)
     }
 }
 
