@@ -5,6 +5,8 @@
 #   SHAPES="2048x2048x2048 4096x4096x4096" OP=gemm bash scripts/gpu.sh
 #   SUITES="configs/suites/gemv.toml" SHAPES= bash scripts/gpu.sh     # whole suites
 #   SKIP_TESTS=1 skips the GPU tests.
+#   FAULTS=1 tunes the fault suite (tests/data/faults) through the CLI.
+#   KILL_RESUME=1 kills a tune with -9 halfway and finishes it with --resume.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
@@ -15,6 +17,8 @@ DB="$OUT/tuning.toml"
 [ -f results/tuning.toml ] && cp results/tuning.toml "$DB"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv | tee "$OUT/gpu.txt"
 export AUTOTUNE_REQUIRE_GPU=1
+# The GPU tests start workers from the carried binary, not the path cargo built it at.
+export AUTOTUNE_BIN="$PWD/.gpu/autotune"
 status=0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   start=$SECONDS
@@ -41,6 +45,32 @@ if [ "${EXPORT_CHECK:-0}" = 1 ]; then
   .gpu/autotune export --format cuda-header --gpu "$gpu" --op gemv --shape 4096x4096 -o "$dir/gemv2.cuh" &&
   (cd "$dir" && nvcc -std=c++17 -O2 -arch=sm_90 main.cu -o main && ./main) >"$OUT/export-check.log" 2>&1 || status=1
   { echo "== export check"; tail -4 "$OUT/export-check.log"; } | tee -a "$OUT/summary.txt"
+fi
+if [ "${FAULTS:-0}" = 1 ]; then
+  # Broken kernels mixed with good ones: the run must finish, pick a good one, and say why
+  # each broken one failed.
+  .gpu/autotune --spaces tests/data/faults --family gemm_faults --shape 256x256x256 --no-save --quick >"$OUT/faults.log" 2>&1
+  echo "== fault suite: exit $?" | tee -a "$OUT/summary.txt"
+  grep -E "failed|^ *1 |killed|FAULT" "$OUT/faults.log" | tee -a "$OUT/summary.txt"
+fi
+if [ "${KILL_RESUME:-0}" = 1 ]; then
+  # kill -9 in the middle of a tune, then --resume: finished candidates are not run again.
+  jd="$OUT/../journal-kill"; rm -rf "$jd"
+  kshape=${KILL_SHAPE:-2048x2048x2048}
+  kargs="--shape $kshape --family gemm_tile2d --db $OUT/kill.toml --journal-dir $jd"
+  .gpu/autotune $kargs >"$OUT/kill-run1.log" 2>&1 &
+  pid=$!
+  count() { cat "$jd"/*.jsonl 2>/dev/null | grep -c '"kind":"candidate"'; }
+  for _ in $(seq 1500); do [ "$(count)" -ge "${KILL_AFTER:-200}" ] && break; sleep 0.1; done
+  kill -9 $pid; wait $pid 2>/dev/null
+  before=$(count)
+  sleep 2
+  .gpu/autotune $kargs --resume >"$OUT/kill-run2.log" 2>&1 || status=1
+  {
+    echo "== kill -9 / --resume on gemm $kshape: $before candidates journaled before the kill, $(count) after the resume"
+    grep -E "resumed:|^ *1 |wall time" "$OUT/kill-run2.log"
+    grep -o 'tried = [0-9]*' "$OUT/kill.toml"
+  } | tee -a "$OUT/summary.txt"
 fi
 for shape in $SHAPES; do
   start=$SECONDS

@@ -11,7 +11,8 @@ use std::collections::HashMap;
 use std::ffi::{CStr, CString};
 use std::fmt;
 use std::str::FromStr;
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
 
 /// A compute capability, written `sm_XY`.
@@ -45,7 +46,8 @@ impl FromStr for Arch {
             .strip_prefix("sm_")
             .or_else(|| s.trim().strip_prefix("compute_"))
             .unwrap_or(s.trim());
-        if digits.len() < 2 || !digits.chars().all(|c| c.is_ascii_digit()) {
+        // At most 4 digits (sm_9990): `number()` must not overflow on hostile input.
+        if !(2..=4).contains(&digits.len()) || !digits.chars().all(|c| c.is_ascii_digit()) {
             return Err(bad());
         }
         let (maj, min) = digits.split_at(digits.len() - 1);
@@ -324,6 +326,142 @@ pub fn compile_all(
         .collect()
 }
 
+/// Where compiled kernels are looked up before NVRTC runs: the in-memory cache of this process
+/// and, optionally, the on-disk cache shared with the runtime (with the NVRTC version its keys
+/// include).
+#[derive(Clone, Copy)]
+pub struct Caches<'a> {
+    /// This process's cache.
+    pub memory: &'a Cache,
+    /// The disk cache and the NVRTC version string, unless bypassed (`--no-cache`).
+    pub disk: Option<(&'a DiskCache, &'a str)>,
+}
+
+/// Compiles one source through `caches`: memory, then disk, then NVRTC (storing the cubin in
+/// both). Returns the result and whether NVRTC ran.
+pub fn compile_cached(source: &Source, arch: Arch, caches: Caches) -> (Shared, bool) {
+    if let Some(r) = caches.memory.get(arch, &source.code) {
+        return (r, false);
+    }
+    if let Some(c) = caches.disk.and_then(|(d, v)| d.get(v, arch, source)) {
+        let r = Arc::new(Ok(c));
+        caches.memory.put(arch, &source.code, r.clone());
+        return (r, false);
+    }
+    let r = Arc::new(compile(source, arch));
+    if let (Some((d, v)), Ok(c)) = (caches.disk, r.as_ref()) {
+        // A failed write only means the next run compiles again.
+        let _ = d.put(v, c, source);
+    }
+    caches.memory.put(arch, &source.code, r.clone());
+    (r, true)
+}
+
+/// Compiles a list of sources on background threads while the caller benchmarks: results
+/// become available one by one, in `order` (the order the caller expects to need them), and a
+/// caller that needs one not yet started compiles it itself at once, so the GPU never waits
+/// for the whole list.
+pub struct Pipeline<'a> {
+    sources: &'a [Source],
+    arch: Arch,
+    caches: Caches<'a>,
+    order: Vec<usize>,
+    next: AtomicUsize,
+    /// Per source: 0 pending, 1 being compiled, 2 done.
+    state: Vec<AtomicU8>,
+    slots: Mutex<Vec<Option<Shared>>>,
+    ready: Condvar,
+    cancelled: AtomicBool,
+    compiled_now: AtomicUsize,
+    on_done: &'a (dyn Fn(&Result<Compiled, CompileError>) + Sync),
+}
+
+impl<'a> Pipeline<'a> {
+    /// A pipeline over `sources`, compiled in `order` (indices into `sources`; any missing
+    /// ones are compiled only when asked for). `on_done` sees each result as it finishes.
+    pub fn new(
+        sources: &'a [Source],
+        arch: Arch,
+        caches: Caches<'a>,
+        order: Vec<usize>,
+        on_done: &'a (dyn Fn(&Result<Compiled, CompileError>) + Sync),
+    ) -> Pipeline<'a> {
+        Pipeline {
+            sources,
+            arch,
+            caches,
+            order,
+            next: AtomicUsize::new(0),
+            state: sources.iter().map(|_| AtomicU8::new(0)).collect(),
+            slots: Mutex::new(vec![None; sources.len()]),
+            ready: Condvar::new(),
+            cancelled: AtomicBool::new(false),
+            compiled_now: AtomicUsize::new(0),
+            on_done,
+        }
+    }
+
+    /// Compiles source `i` if nobody has started it; returns whether it did.
+    fn claim_and_compile(&self, i: usize) -> bool {
+        if self.state[i]
+            .compare_exchange(0, 1, Ordering::SeqCst, Ordering::SeqCst)
+            .is_err()
+        {
+            return false;
+        }
+        let (r, fresh) = compile_cached(&self.sources[i], self.arch, self.caches);
+        if fresh {
+            self.compiled_now.fetch_add(1, Ordering::Relaxed);
+        }
+        (self.on_done)(&r);
+        if let Ok(mut slots) = self.slots.lock() {
+            slots[i] = Some(r);
+        }
+        self.state[i].store(2, Ordering::SeqCst);
+        self.ready.notify_all();
+        true
+    }
+
+    /// The body of one background thread: compile in order until the list or the pipeline
+    /// ends. Run it on as many threads as there are cores.
+    pub fn work(&self) {
+        while !self.cancelled.load(Ordering::SeqCst) {
+            let j = self.next.fetch_add(1, Ordering::SeqCst);
+            let Some(&i) = self.order.get(j) else { break };
+            self.claim_and_compile(i);
+        }
+    }
+
+    /// Stops the background threads after the source each is compiling.
+    pub fn cancel(&self) {
+        self.cancelled.store(true, Ordering::SeqCst);
+    }
+
+    /// How many sources NVRTC compiled (not served by a cache) so far.
+    pub fn compiled_now(&self) -> usize {
+        self.compiled_now.load(Ordering::Relaxed)
+    }
+
+    /// The result for source `i`: waits while another thread compiles it, compiles it here if
+    /// nobody has started.
+    pub fn get(&self, i: usize) -> Shared {
+        self.claim_and_compile(i);
+        let mut slots = match self.slots.lock() {
+            Ok(s) => s,
+            Err(p) => p.into_inner(),
+        };
+        loop {
+            if let Some(r) = &slots[i] {
+                return r.clone();
+            }
+            slots = match self.ready.wait(slots) {
+                Ok(s) => s,
+                Err(p) => p.into_inner(),
+            };
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -344,6 +482,9 @@ mod tests {
         );
         assert!("sm_9".parse::<Arch>().is_err());
         assert!("hopper".parse::<Arch>().is_err());
+        // Too many digits for any arch: refused rather than overflowing `number()`.
+        assert!("sm_4294967299".parse::<Arch>().is_err());
+        assert_eq!("sm_1000".parse::<Arch>().unwrap().number(), 1000);
         assert!(
             options(Arch { major: 9, minor: 0 }).contains(&"--gpu-architecture=sm_90".to_string())
         );

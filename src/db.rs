@@ -22,16 +22,24 @@
 //! GPUs are written sorted by name and entries sorted by `(gpu, op, m, n, k)`, one key per line
 //! in a fixed order, so that the file diffs well under version control and writing the same
 //! database twice gives byte-identical text. Saving is atomic (temporary file, `fsync`, rename):
-//! a crash or an error never leaves a torn file, and a failed save leaves the old file as it was.
+//! a crash, `kill -9` or an error never leaves a torn file, and a failed save leaves the old file
+//! as it was.
 //!
 //! [`Database::update_file`] is the read-modify-write helper: re-tuning one shape never drops
-//! another entry. It does not lock the file, so two processes updating the same database at the
-//! same moment may lose one of the two updates (the file itself always stays whole).
+//! another entry. Writers serialise on an exclusive advisory lock ([`File::lock`]) of a sidecar
+//! file `<name>.lock` next to the database (the database itself is replaced by rename, so it
+//! cannot carry the lock): two processes updating the same database at the same moment both
+//! keep their entries. The lock file is removed when the writer is done; one left by a killed
+//! writer is simply reused. Readers take no lock: they see the old or the new file, never a mix.
+//!
+//! A write killed between creating its temporary file and renaming it leaves that file behind
+//! (`.<name>.tmp.<pid>.<nanos>.<n>`, hidden, next to the database). Readers never look at it,
+//! and the next save or update of the same database removes it while holding the lock.
 
 use crate::shape::{Op, Shape};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
+use std::fmt::{self, Write as _};
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
@@ -128,6 +136,11 @@ pub struct Entry {
     /// `Some(true)` when the search was cut short (time limit, interrupt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<bool>,
+    /// The other measurements of this GPU x op x shape that [`Database::merge`] met, fastest
+    /// first, each with the database it came from: the entry itself is the fastest of all.
+    /// Absent from files that were never merged (and from older files, which still load).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_measured: Vec<Measurement>,
 }
 
 impl Entry {
@@ -161,15 +174,403 @@ impl Entry {
     }
 }
 
-/// What [`Database::merge`] did with the other database's entries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+/// One measured configuration of a GPU x op x shape, as [`Entry::also_measured`] keeps it and
+/// as [`MergeConflict`] reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The database it came from, as named to the merge (usually the file path).
+    pub source: String,
+    /// Median kernel time in milliseconds.
+    pub median_ms: f64,
+    /// cuBLAS's median time in the same run, in milliseconds.
+    pub cublas_median_ms: f64,
+    /// The kernel family.
+    pub family: String,
+    /// The tuning parameters.
+    pub params: BTreeMap<String, i64>,
+    /// When it was measured, RFC 3339 UTC.
+    pub date: String,
+}
+
+impl Measurement {
+    /// The measurement an entry holds, attributed to `source`.
+    pub fn of(entry: &Entry, source: &str) -> Measurement {
+        Measurement {
+            source: source.to_string(),
+            median_ms: entry.median_ms,
+            cublas_median_ms: entry.cublas_median_ms,
+            family: entry.family.clone(),
+            params: entry.params.clone(),
+            date: entry.date.clone(),
+        }
+    }
+
+    /// Whether both are the same measurement (wherever each came from).
+    fn same(&self, other: &Measurement) -> bool {
+        self.median_ms.to_bits() == other.median_ms.to_bits()
+            && self.date == other.date
+            && self.family == other.family
+            && self.params == other.params
+    }
+
+    /// `SOURCE's family BM=.. BN=.. at 0.4100 ms`.
+    fn describe(&self) -> String {
+        format!(
+            "{}'s {} {} at {:.4} ms",
+            self.source,
+            self.family,
+            crate::space::params_label(&self.params),
+            self.median_ms
+        )
+    }
+}
+
+/// A GPU x op x shape measured differently in two merged databases.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MergeConflict {
+    /// The GPU.
+    pub gpu: String,
+    /// The op.
+    pub op: Op,
+    /// The shape's label.
+    pub shape: String,
+    /// The faster measurement, now the entry.
+    pub kept: Measurement,
+    /// The slower (or equally fast) one, now in [`Entry::also_measured`].
+    pub dropped: Measurement,
+    /// Whether the entry changed: the faster one came from the database merged in.
+    pub replaced: bool,
+}
+
+impl fmt::Display for MergeConflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let slower = if self.kept.median_ms > 0.0 {
+            (self.dropped.median_ms / self.kept.median_ms - 1.0) * 100.0
+        } else {
+            0.0
+        };
+        write!(
+            f,
+            "{} {} {}: {} {} {} ({slower:.1}% slower); both times recorded",
+            self.gpu,
+            self.op,
+            self.shape,
+            self.kept.describe(),
+            if self.replaced {
+                "replaces"
+            } else {
+                "stays over"
+            },
+            self.dropped.describe()
+        )
+    }
+}
+
+/// One template version of a family in one merged database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChecksumUse {
+    /// The database (usually the file path).
+    pub source: String,
+    /// The checksum of the family's template and space that its entries record.
+    pub checksum: String,
+    /// The entries that record it, as `GPU op shape`.
+    pub entries: Vec<String>,
+}
+
+/// A kernel family whose entries record different template checksums in different merged
+/// databases: they were tuned with different versions of the kernel.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChecksumConflict {
+    /// The family.
+    pub family: String,
+    /// Every (database, checksum) pair seen, in input order.
+    pub uses: Vec<ChecksumUse>,
+}
+
+impl fmt::Display for ChecksumConflict {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "family {}:", self.family)?;
+        for (i, u) in self.uses.iter().enumerate() {
+            let shown: Vec<&str> = u.entries.iter().take(3).map(String::as_str).collect();
+            let more = u.entries.len().saturating_sub(shown.len());
+            write!(
+                f,
+                "{} {} has checksum {} ({} entr{}: {}{})",
+                if i == 0 { "" } else { ";" },
+                u.source,
+                u.checksum,
+                u.entries.len(),
+                if u.entries.len() == 1 { "y" } else { "ies" },
+                shown.join(", "),
+                if more > 0 {
+                    format!(" and {more} more")
+                } else {
+                    String::new()
+                }
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// What [`Database::merge`] or [`Database::merge_all`] did.
+#[derive(Debug, Clone, PartialEq, Default)]
 pub struct MergeReport {
     /// Entries whose key was not present before.
     pub added: usize,
     /// Entries that replaced a slower one with the same key.
     pub replaced: usize,
-    /// Entries dropped because the existing one with the same key was at least as fast.
+    /// Entries not taken because the existing one with the same key was at least as fast.
     pub kept: usize,
+    /// Entries present with the very same measurement on both sides (e.g. a file merged with a
+    /// copy of itself): nothing to decide.
+    pub identical: usize,
+    /// Every key measured differently on both sides, in merge order.
+    pub conflicts: Vec<MergeConflict>,
+    /// Families with different checksums that were merged anyway
+    /// ([`MergeOptions::allow_mixed_checksums`]).
+    pub mixed_checksums: Vec<ChecksumConflict>,
+    /// GPU records that differed between the inputs, and which one was kept.
+    pub gpu_notes: Vec<String>,
+}
+
+/// How [`Database::merge`] treats inputs that disagree.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct MergeOptions {
+    /// Merge even when a family's entries record different template checksums in different
+    /// inputs (each entry keeps its own checksum; the report lists the families).
+    pub allow_mixed_checksums: bool,
+}
+
+/// Why databases could not be merged. Nothing is changed when merging fails.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MergeError {
+    /// The inputs were read with different schema versions.
+    #[error("cannot merge {first} (schema_version {first_version}) with {other} (schema_version {other_version}): databases of different layouts are not mixed. Load and save the older one with this autotune (it writes schema_version {SCHEMA_VERSION}), then merge again. Nothing was written")]
+    SchemaMismatch {
+        /// The first database.
+        first: String,
+        /// Its schema version.
+        first_version: u32,
+        /// The database that differs.
+        other: String,
+        /// Its schema version.
+        other_version: u32,
+    },
+    /// A family's entries record different template checksums in different inputs.
+    #[error("cannot merge: {} family{} tuned with different kernel versions: {}. Re-tune those entries with one autotune build, or pass --allow-mixed-checksums to merge anyway (each entry keeps its own checksum). Nothing was written", .conflicts.len(), if .conflicts.len() == 1 { " was" } else { "ies were" }, .conflicts.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(" | "))]
+    ChecksumMismatch {
+        /// Every family that differs.
+        conflicts: Vec<ChecksumConflict>,
+    },
+}
+
+/// The families whose entries record more than one checksum across more than one input.
+fn checksum_conflicts(inputs: &[(&str, &Database)]) -> Vec<ChecksumConflict> {
+    let mut families: BTreeMap<&str, Vec<ChecksumUse>> = BTreeMap::new();
+    for (source, db) in inputs {
+        for e in &db.entries {
+            let uses = families.entry(e.family.as_str()).or_default();
+            match uses
+                .iter_mut()
+                .find(|u| u.source == *source && u.checksum == e.checksum)
+            {
+                Some(u) => u.entries.push(e.describe()),
+                None => uses.push(ChecksumUse {
+                    source: source.to_string(),
+                    checksum: e.checksum.clone(),
+                    entries: vec![e.describe()],
+                }),
+            }
+        }
+    }
+    families
+        .into_iter()
+        .filter(|(_, uses)| {
+            let first = &uses[0];
+            uses.iter().any(|u| u.checksum != first.checksum)
+                && uses.iter().any(|u| u.source != first.source)
+        })
+        .map(|(family, uses)| ChecksumConflict {
+            family: family.to_string(),
+            uses,
+        })
+        .collect()
+}
+
+/// Checks what must agree before databases are merged: schema versions, then checksums.
+fn check_mergeable(
+    inputs: &[(&str, &Database)],
+    opts: MergeOptions,
+) -> Result<Vec<ChecksumConflict>, MergeError> {
+    if let Some((first, first_db)) = inputs.first() {
+        if let Some((other, other_db)) = inputs
+            .iter()
+            .find(|(_, db)| db.schema_version != first_db.schema_version)
+        {
+            return Err(MergeError::SchemaMismatch {
+                first: first.to_string(),
+                first_version: first_db.schema_version,
+                other: other.to_string(),
+                other_version: other_db.schema_version,
+            });
+        }
+    }
+    let conflicts = checksum_conflicts(inputs);
+    if !conflicts.is_empty() && !opts.allow_mixed_checksums {
+        return Err(MergeError::ChecksumMismatch { conflicts });
+    }
+    Ok(conflicts)
+}
+
+/// The key of an entry, owned.
+type EntryKey = (String, Op, u64, u64, u64);
+
+impl Database {
+    /// Merges `other` (named `source` in messages and in [`Entry::also_measured`]) into this
+    /// database (named `this`). GPU records of `other` are upserted. Of two entries with the
+    /// same key the one with the smaller `median_ms` stays (ties keep the existing one) and
+    /// the other is recorded in its `also_measured`, so both times survive.
+    ///
+    /// Fails, changing nothing, when the schema versions differ or a family's entries record
+    /// different checksums on the two sides (unless `opts` allows it).
+    pub fn merge(
+        &mut self,
+        this: &str,
+        other: Database,
+        source: &str,
+        opts: MergeOptions,
+    ) -> Result<MergeReport, MergeError> {
+        let mixed = check_mergeable(&[(this, &*self), (source, &other)], opts)?;
+        let mut report = MergeReport {
+            mixed_checksums: mixed,
+            ..MergeReport::default()
+        };
+        let mut origin = BTreeMap::new();
+        self.absorb(other, source, this, &mut origin, &mut report);
+        Ok(report)
+    }
+
+    /// Merges databases tuned on different machines, in order, into a new one: `inputs` are
+    /// `(name, database)` pairs, the name (usually the file path) being used in messages and
+    /// in [`Entry::also_measured`]. Everything that must agree is checked on all inputs
+    /// before anything is merged. The result has [`SCHEMA_VERSION`].
+    pub fn merge_all(
+        inputs: Vec<(String, Database)>,
+        opts: MergeOptions,
+    ) -> Result<(Database, MergeReport), MergeError> {
+        let refs: Vec<(&str, &Database)> = inputs.iter().map(|(n, d)| (n.as_str(), d)).collect();
+        let mixed = check_mergeable(&refs, opts)?;
+        let mut report = MergeReport {
+            mixed_checksums: mixed,
+            ..MergeReport::default()
+        };
+        let mut db = Database::new();
+        let mut origin = BTreeMap::new();
+        for (name, other) in inputs {
+            db.absorb(other, &name, &name, &mut origin, &mut report);
+        }
+        Ok((db, report))
+    }
+
+    /// Takes `other`'s GPU records and entries; `origin` says where each entry came from
+    /// (`fallback` for entries that were here before).
+    fn absorb(
+        &mut self,
+        other: Database,
+        source: &str,
+        fallback: &str,
+        origin: &mut BTreeMap<EntryKey, String>,
+        report: &mut MergeReport,
+    ) {
+        for g in other.gpus {
+            if let Some(old) = self.gpu(&g.name) {
+                let (a, b) = (toml::Table::try_from(old), toml::Table::try_from(&g));
+                if let (Ok(a), Ok(b)) = (a, b) {
+                    let differ: Vec<&str> = GPU_FIELDS
+                        .iter()
+                        .copied()
+                        .filter(|k| b.contains_key(*k) && a.get(*k) != b.get(*k))
+                        .collect();
+                    if !differ.is_empty() {
+                        report.gpu_notes.push(format!(
+                            "GPU record {}: took {source}'s ({} differ{})",
+                            g.name,
+                            differ.join(", "),
+                            if differ.len() == 1 { "s" } else { "" }
+                        ));
+                    }
+                }
+            }
+            self.upsert_gpu(g);
+        }
+        for mut e in other.entries {
+            let key = e.key();
+            let Some(i) = self.entries.iter().position(|x| x.key_ref() == e.key_ref()) else {
+                origin.insert(key, source.to_string());
+                self.upsert(e);
+                report.added += 1;
+                continue;
+            };
+            let old_source = origin
+                .get(&key)
+                .cloned()
+                .unwrap_or_else(|| fallback.to_string());
+            let old = &mut self.entries[i];
+            let (old_m, new_m) = (
+                Measurement::of(old, &old_source),
+                Measurement::of(&e, source),
+            );
+            if old_m.same(&new_m) {
+                let extra = std::mem::take(&mut e.also_measured);
+                old.also_measured =
+                    union_measurements(std::mem::take(&mut old.also_measured), extra, &old_m);
+                report.identical += 1;
+                continue;
+            }
+            let replaced = e.median_ms < old.median_ms;
+            let (mut win, win_m, lose, lose_m) = if replaced {
+                (e, new_m, old.clone(), old_m)
+            } else {
+                (old.clone(), old_m, e, new_m)
+            };
+            let mut also = std::mem::take(&mut win.also_measured);
+            also.extend(lose.also_measured);
+            also.push(lose_m.clone());
+            win.also_measured = union_measurements(also, Vec::new(), &win_m);
+            report.conflicts.push(MergeConflict {
+                gpu: win.gpu.clone(),
+                op: win.op,
+                shape: win.shape().label(win.op),
+                kept: win_m,
+                dropped: lose_m,
+                replaced,
+            });
+            if replaced {
+                report.replaced += 1;
+                origin.insert(key, source.to_string());
+            } else {
+                report.kept += 1;
+            }
+            *old = win;
+        }
+    }
+}
+
+/// `a` and `b` without duplicates and without `winner` itself, fastest first.
+fn union_measurements(
+    a: Vec<Measurement>,
+    b: Vec<Measurement>,
+    winner: &Measurement,
+) -> Vec<Measurement> {
+    let mut out: Vec<Measurement> = Vec::new();
+    for m in a.into_iter().chain(b) {
+        if !m.same(winner) && !out.iter().any(|x| x.same(&m)) {
+            out.push(m);
+        }
+    }
+    out.sort_by(|x, y| x.median_ms.total_cmp(&y.median_ms));
+    out
 }
 
 /// The whole database file.
@@ -247,6 +648,22 @@ pub enum DbError {
         /// The path.
         path: PathBuf,
     },
+    /// A command that only reads the database was given a path where no file exists.
+    #[error("database {} does not exist: pass --db with an existing tuning database (e.g. results/tuning.toml), or tune a shape first to create it", path.display())]
+    NotFound {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The write lock could not be taken (usually: the directory is not writable).
+    #[error("could not lock {} to update the database {}: {source}. autotune creates this file next to the database while it writes, so that concurrent runs keep each other's entries: make the directory writable, or pass --db to use another file", lock.display(), path.display())]
+    Lock {
+        /// The database.
+        path: PathBuf,
+        /// The lock file.
+        lock: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
     /// A filesystem operation failed.
     #[error("could not {action} {}: {source}. Check the path and its permissions, or pass --db to use another file", path.display())]
     Io {
@@ -295,7 +712,7 @@ fn location(line: usize, column: usize) -> String {
 }
 
 /// 1-based line and column (in characters) of byte offset `pos` in `text`.
-fn line_column(text: &str, pos: usize) -> (usize, usize) {
+pub(crate) fn line_column(text: &str, pos: usize) -> (usize, usize) {
     let mut pos = pos.min(text.len());
     while !text.is_char_boundary(pos) {
         pos -= 1;
@@ -379,6 +796,7 @@ const ENTRY_FIELDS: &[&str] = &[
     "tool_version",
     "checksum",
     "partial",
+    "also_measured",
 ];
 
 /// The first float in `table` (searched recursively) that is NaN or infinite, by key path;
@@ -560,6 +978,31 @@ impl Database {
         Database::from_toml_str(&text, &path.display().to_string())
     }
 
+    /// Like [`Database::load`], but a missing file is an error ([`DbError::NotFound`]) rather
+    /// than an empty database: for commands that only read a database, where a mistyped path
+    /// must not silently look like "nothing tuned".
+    pub fn load_existing(path: &Path) -> Result<Database, DbError> {
+        match fs::metadata(path) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Err(DbError::NotFound {
+                path: path.to_path_buf(),
+            }),
+            _ => Database::load(path),
+        }
+    }
+
+    /// Checks, without writing the database, that [`Database::save`] and
+    /// [`Database::update_file`] will be able to write it: takes and releases the write lock,
+    /// which needs what a save needs (creating files in the database's directory). Call it
+    /// before long work whose result is to be saved. A directory that does not exist yet is not
+    /// checked (saving creates it).
+    pub fn check_writable(path: &Path) -> Result<(), DbError> {
+        let (_, dir, _) = write_target(path)?;
+        if !dir.exists() {
+            return Ok(());
+        }
+        WriteLock::acquire(path).map(drop)
+    }
+
     /// Parses database text; `origin` names it in error messages (usually the file path).
     ///
     /// `schema_version` is checked before anything else, so a file from a newer autotune is
@@ -644,6 +1087,9 @@ impl Database {
                     e.n
                 ));
             }
+            if let Err(err) = Shape::new(e.op, e.m, e.n, e.k) {
+                return Err(format!("{which} has an unusable shape: {err}"));
+            }
             let label = e.shape().label(e.op);
             if Shape::parse(e.op, &e.shape).ok() != Some(e.shape()) {
                 return Err(format!(
@@ -713,9 +1159,14 @@ impl Database {
     /// directory, which is flushed to disk and renamed over `path`; then the directory is
     /// flushed (best effort). Creates the parent directory if needed. On any failure the old
     /// file is left as it was and the temporary file is removed.
+    ///
+    /// Holds the write lock while writing (waiting for another writer to finish), and removes
+    /// temporary files that killed writes left behind. To change a database that others may be
+    /// writing too, use [`Database::update_file`], which also holds the lock while reading.
     pub fn save(&self, path: &Path) -> Result<(), DbError> {
         let text = self.to_toml_string()?;
-        write_atomic(path, |file| file.write_all(text.as_bytes()))
+        let lock = WriteLock::acquire(path)?;
+        write_locked(path, &text, &lock)
     }
 
     /// Adds `rec`, or replaces the GPU record with the same name. A measured
@@ -749,30 +1200,6 @@ impl Database {
         None
     }
 
-    /// Merges `other` into this database: its GPU records are upserted; of two entries with
-    /// the same key the one with the smaller `median_ms` stays (ties keep the existing one).
-    pub fn merge(&mut self, other: Database) -> MergeReport {
-        for g in other.gpus {
-            self.upsert_gpu(g);
-        }
-        let mut report = MergeReport::default();
-        for e in other.entries {
-            let existing = self.entries.iter().find(|x| x.key_ref() == e.key_ref());
-            match existing {
-                None => {
-                    self.upsert(e);
-                    report.added += 1;
-                }
-                Some(old) if e.median_ms < old.median_ms => {
-                    self.upsert(e);
-                    report.replaced += 1;
-                }
-                Some(_) => report.kept += 1,
-            }
-        }
-        report
-    }
-
     /// The entry for `gpu`, `op` and `shape`, if tuned.
     pub fn get(&self, gpu: &str, op: Op, shape: Shape) -> Option<&Entry> {
         self.entries
@@ -787,15 +1214,154 @@ impl Database {
 
     /// Read-modify-write: loads `path` (empty if missing), applies `f`, saves atomically and
     /// returns the new database. If `f` fails nothing is written.
+    ///
+    /// The write lock is held from before the read until after the write, so concurrent
+    /// updates of one database by several processes (or threads) are applied one after the
+    /// other and none is lost. `f` runs with the lock held: keep it short, and do not save the
+    /// same database from it (that save would wait for this lock forever).
     pub fn update_file(
         path: &Path,
         f: impl FnOnce(&mut Database) -> Result<(), DbError>,
     ) -> Result<Database, DbError> {
+        let lock = WriteLock::acquire(path)?;
         let mut db = Database::load(path)?;
         f(&mut db)?;
-        db.save(path)?;
+        let text = db.to_toml_string()?;
+        write_locked(path, &text, &lock)?;
         Ok(db)
     }
+}
+
+/// How many times [`WriteLock::acquire`] retries when the lock file it locked was removed by
+/// the previous holder; bounded so that a filesystem with unstable inode numbers cannot make it
+/// spin forever.
+const LOCK_ATTEMPTS: usize = 1000;
+
+/// The exclusive advisory lock that serialises the writers of one database file, on the
+/// sidecar file `<name>.lock` next to it. Held while alive; dropping it removes the lock file
+/// (Unix) and releases the lock. The OS releases it too when the process dies, even by
+/// `kill -9`.
+struct WriteLock {
+    /// The open, locked lock file.
+    file: File,
+    /// Its path.
+    path: PathBuf,
+}
+
+impl WriteLock {
+    /// Takes the write lock of the database at `path`, waiting while another writer holds it.
+    /// Creates the database's directory if needed.
+    fn acquire(path: &Path) -> Result<WriteLock, DbError> {
+        let (_, dir, name) = write_target(path)?;
+        fs::create_dir_all(&dir).map_err(|source| DbError::Io {
+            path: dir.clone(),
+            action: "create the directory",
+            source,
+        })?;
+        let lock_path = dir.join(format!("{}.lock", name.to_string_lossy()));
+        let lock_err = |source: io::Error| DbError::Lock {
+            path: path.to_path_buf(),
+            lock: lock_path.clone(),
+            source,
+        };
+        for _ in 0..LOCK_ATTEMPTS {
+            let file = OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create(true)
+                .truncate(false)
+                .open(&lock_path)
+                .map_err(lock_err)?;
+            file.lock().map_err(lock_err)?;
+            // The previous holder removes the file before releasing it: if it did while this
+            // process waited, the lock just taken is on a file no other writer will open, so
+            // open the path again.
+            if still_names(&lock_path, &file) {
+                return Ok(WriteLock {
+                    file,
+                    path: lock_path,
+                });
+            }
+        }
+        Err(lock_err(io::Error::other(format!(
+            "the lock file was replaced {LOCK_ATTEMPTS} times while waiting for it"
+        ))))
+    }
+}
+
+impl Drop for WriteLock {
+    fn drop(&mut self) {
+        // Removed while still locked, so no file is left next to the database; a waiter that
+        // opened it before sees that the path no longer names its file and retries.
+        #[cfg(unix)]
+        let _ = fs::remove_file(&self.path);
+        let _ = self.file.unlock();
+    }
+}
+
+/// Whether `path` still names the open `file` (Unix: same device and inode).
+#[cfg(unix)]
+fn still_names(path: &Path, file: &File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (fs::metadata(path), file.metadata()) {
+        (Ok(a), Ok(b)) => a.dev() == b.dev() && a.ino() == b.ino(),
+        _ => false,
+    }
+}
+
+/// Elsewhere the lock file is never removed, so it always names the open file.
+#[cfg(not(unix))]
+fn still_names(_path: &Path, _file: &File) -> bool {
+    true
+}
+
+/// The file a write to `path` replaces (a symlink's target rather than the link), its
+/// directory and its file name. Fails when `path` is a directory or names no file.
+fn write_target(path: &Path) -> Result<(PathBuf, PathBuf, std::ffi::OsString), DbError> {
+    let target = match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+        }
+        _ => path.to_path_buf(),
+    };
+    if target.is_dir() {
+        return Err(DbError::IsDirectory {
+            path: path.to_path_buf(),
+        });
+    }
+    let Some(name) = target.file_name().map(|n| n.to_os_string()) else {
+        return Err(DbError::Io {
+            path: path.to_path_buf(),
+            action: "save the database to",
+            source: io::Error::new(io::ErrorKind::InvalidInput, "the path does not name a file"),
+        });
+    };
+    let dir = match target.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    Ok((target, dir, name))
+}
+
+/// The name prefix of the temporary files a write of the file `name` creates.
+fn temp_prefix(name: &std::ffi::OsStr) -> String {
+    format!(".{}.tmp.", name.to_string_lossy())
+}
+
+/// Writes `text` to `path` atomically, with the write lock held (`_lock` is the proof), after
+/// removing the temporary files that killed writes left behind: every writer holds the lock
+/// while its temporary file exists, so any such file found now belongs to a dead write.
+fn write_locked(path: &Path, text: &str, _lock: &WriteLock) -> Result<(), DbError> {
+    let (_, dir, name) = write_target(path)?;
+    let prefix = temp_prefix(&name);
+    if let Ok(entries) = fs::read_dir(&dir) {
+        for e in entries.flatten() {
+            if e.file_name().to_string_lossy().starts_with(&prefix) {
+                let _ = fs::remove_file(e.path());
+            }
+        }
+    }
+    write_atomic(path, |file| file.write_all(text.as_bytes()))
 }
 
 /// Removes the temporary file when dropped, unless disarmed after the rename.
@@ -827,40 +1393,16 @@ fn write_atomic(
         }
     };
     // Write through a symlink to its target rather than replacing the link.
-    let target = match fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
-        }
-        _ => path.to_path_buf(),
-    };
-    let old_meta = match fs::metadata(&target) {
-        Ok(meta) if meta.is_dir() => {
-            return Err(DbError::IsDirectory {
-                path: path.to_path_buf(),
-            })
-        }
-        Ok(meta) => Some(meta),
-        Err(_) => None,
-    };
-    let Some(name) = target.file_name() else {
-        return Err(DbError::Io {
-            path: path.to_path_buf(),
-            action: "save the database to",
-            source: io::Error::new(io::ErrorKind::InvalidInput, "the path does not name a file"),
-        });
-    };
-    let dir = match target.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
+    let (target, dir, name) = write_target(path)?;
+    let old_meta = fs::metadata(&target).ok();
     fs::create_dir_all(&dir).map_err(io_err(&dir, "create the directory"))?;
 
     let nanos = SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |d| d.as_nanos());
     let tmp_path = dir.join(format!(
-        ".{}.tmp.{}.{}.{}",
-        name.to_string_lossy(),
+        "{}{}.{}.{}",
+        temp_prefix(&name),
         std::process::id(),
         nanos,
         TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
@@ -943,6 +1485,7 @@ mod tests {
             tool_version: "0.1.0".to_string(),
             checksum: "ab".repeat(32),
             partial: None,
+            also_measured: Vec::new(),
         }
     }
 
@@ -1076,6 +1619,7 @@ mod tests {
     fn field_order_lists_cover_every_field() {
         let mut e = entry("G", Op::Gemm, "1x2x3", 1.0);
         e.partial = Some(false);
+        e.also_measured = vec![Measurement::of(&e, "other.toml")];
         let t = toml::Table::try_from(&e).unwrap();
         for k in t.keys() {
             assert!(ENTRY_FIELDS.contains(&k.as_str()), "ENTRY_FIELDS lacks {k}");
@@ -1210,63 +1754,198 @@ mod tests {
         l40.arch = "sm_89".to_string();
         other.upsert_gpu(l40);
         // Faster than 0.41: replaces.
-        other.upsert(entry(
-            "NVIDIA H100 80GB HBM3",
-            Op::Gemm,
-            "2048x2048x2048",
-            0.40,
-        ));
+        let mut faster = entry("NVIDIA H100 80GB HBM3", Op::Gemm, "2048x2048x2048", 0.40);
+        faster.date = "2026-04-21T12:00:00Z".to_string();
+        other.upsert(faster);
         // Slower than 0.031: kept.
         other.upsert(entry("NVIDIA H100 80GB HBM3", Op::Gemv, "4096x4096", 0.05));
-        // Equal: kept.
-        other.upsert(entry(
-            "NVIDIA A100-SXM4-40GB",
-            Op::Gemm,
-            "512x256x128",
-            0.02,
-        ));
+        // Equal time, another run: kept, both recorded.
+        let mut tie = entry("NVIDIA A100-SXM4-40GB", Op::Gemm, "512x256x128", 0.02);
+        tie.date = "2026-04-22T12:00:00Z".to_string();
+        other.upsert(tie);
         // New.
         other.upsert(entry("NVIDIA L40S", Op::Gemm, "1024x1024x1024", 0.2));
-        let report = db.merge(other);
+        let report = db
+            .merge("a.toml", other, "b.toml", MergeOptions::default())
+            .unwrap();
         assert_eq!(
-            report,
-            MergeReport {
-                added: 1,
-                replaced: 1,
-                kept: 2
-            }
+            (report.added, report.replaced, report.kept, report.identical),
+            (1, 1, 2, 0)
         );
+        assert_eq!(report.conflicts.len(), 3);
+        let c = report
+            .conflicts
+            .iter()
+            .find(|c| c.shape == "2048x2048x2048")
+            .unwrap();
+        assert!(c.replaced);
+        assert_eq!((c.kept.source.as_str(), c.kept.median_ms), ("b.toml", 0.40));
+        assert_eq!(
+            (c.dropped.source.as_str(), c.dropped.median_ms),
+            ("a.toml", 0.41)
+        );
+        let line = c.to_string();
+        assert_eq!(line, "NVIDIA H100 80GB HBM3 gemm 2048x2048x2048: b.toml's gemm_tile2d BK=8 BM=128 BN=64 at 0.4000 ms replaces a.toml's gemm_tile2d BK=8 BM=128 BN=64 at 0.4100 ms (2.5% slower); both times recorded");
+        assert_eq!(report.conflicts.iter().filter(|c| c.replaced).count(), 1);
         assert_eq!(db.entries.len(), 4);
         assert_eq!(db.gpus.len(), 3);
         assert_eq!(db.gpu("NVIDIA L40S").unwrap().arch, "sm_89");
         let h = "NVIDIA H100 80GB HBM3";
-        assert_eq!(
-            db.get(
-                h,
-                Op::Gemm,
-                Shape {
-                    m: 2048,
-                    n: 2048,
-                    k: 2048
-                }
-            )
-            .unwrap()
-            .median_ms,
-            0.40
-        );
+        let gemm = db.get(h, Op::Gemm, Shape::new(Op::Gemm, 2048, 2048, 2048).unwrap());
+        let gemm = gemm.unwrap();
+        assert_eq!(gemm.median_ms, 0.40);
+        assert_eq!(gemm.also_measured.len(), 1);
+        assert_eq!(gemm.also_measured[0].median_ms, 0.41);
+        assert_eq!(gemm.also_measured[0].source, "a.toml");
         let gemv = db
-            .get(
-                h,
-                Op::Gemv,
-                Shape {
-                    m: 4096,
-                    n: 1,
-                    k: 4096,
-                },
-            )
+            .get(h, Op::Gemv, Shape::new(Op::Gemv, 4096, 1, 4096).unwrap())
             .unwrap();
         assert_eq!(gemv.median_ms, 0.031);
         assert_eq!(gemv.partial, Some(true));
+        assert_eq!(gemv.also_measured[0].median_ms, 0.05);
+        assert_eq!(gemv.also_measured[0].source, "b.toml");
+        // Both times survive a save and a load, as a readable inline array.
+        let text = db.to_toml_string().unwrap();
+        assert!(text.contains("also_measured = [{ "), "{text}");
+        assert!(text.contains("source = \"a.toml\""), "{text}");
+        assert_eq!(Database::from_toml_str(&text, "m").unwrap(), db);
+    }
+
+    #[test]
+    fn merging_a_copy_changes_nothing_and_is_idempotent() {
+        let db = sample_db();
+        let (once, r) = Database::merge_all(
+            vec![("a".into(), db.clone()), ("a-copy".into(), db.clone())],
+            MergeOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(r.identical, db.entries.len());
+        assert!(r.conflicts.is_empty());
+        assert_eq!(once, db);
+        // A merged database merged again with one of its inputs gains nothing twice.
+        let mut b = sample_db();
+        b.entries[0].median_ms *= 0.5;
+        b.entries[0].date = "2026-05-01T00:00:00Z".to_string();
+        let (ab, _) = Database::merge_all(
+            vec![("a".into(), db.clone()), ("b".into(), b.clone())],
+            MergeOptions::default(),
+        )
+        .unwrap();
+        let (again, r) = Database::merge_all(
+            vec![("ab".into(), ab.clone()), ("a".into(), db)],
+            MergeOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(again, ab);
+        assert_eq!(r.kept, 1);
+        assert_eq!(ab.entries[0].also_measured.len(), 1);
+    }
+
+    #[test]
+    fn old_files_without_also_measured_still_load() {
+        let text = sample_db().to_toml_string().unwrap();
+        assert!(!text.contains("also_measured"), "{text}");
+        let db = Database::from_toml_str(&text, "old.toml").unwrap();
+        assert!(db.entries.iter().all(|e| e.also_measured.is_empty()));
+    }
+
+    #[test]
+    fn merge_refuses_mixed_checksums_and_schemas_and_changes_nothing() {
+        let mut a = sample_db();
+        let before = a.clone();
+        let mut b = Database::new();
+        let mut e = entry("NVIDIA L40S", Op::Gemm, "64x64x64", 0.01);
+        e.checksum = "cd".repeat(32);
+        b.upsert(e);
+        let err = a
+            .merge("a.toml", b.clone(), "b.toml", MergeOptions::default())
+            .unwrap_err();
+        assert_eq!(a, before);
+        let MergeError::ChecksumMismatch { conflicts } = &err else {
+            panic!("expected ChecksumMismatch, got {err:?}");
+        };
+        assert_eq!(conflicts.len(), 1);
+        assert_eq!(conflicts[0].family, "gemm_tile2d");
+        let msg = err.to_string();
+        for needle in [
+            "a.toml",
+            "b.toml",
+            "gemm_tile2d",
+            &"ab".repeat(32),
+            &"cd".repeat(32),
+            "--allow-mixed-checksums",
+            "NVIDIA L40S gemm 64x64x64",
+        ] {
+            assert!(msg.contains(needle), "{needle:?} missing from: {msg}");
+        }
+        // Allowed on request: merged, and the report says which families were mixed.
+        let r = a
+            .merge(
+                "a.toml",
+                b,
+                "b.toml",
+                MergeOptions {
+                    allow_mixed_checksums: true,
+                },
+            )
+            .unwrap();
+        assert_eq!(r.added, 1);
+        assert_eq!(r.mixed_checksums.len(), 1);
+        // Mixed checksums inside one input alone are not the merge's doing.
+        let mut c = Database::new();
+        let mut e1 = entry("G", Op::Gemm, "8x8x8", 0.1);
+        e1.checksum = "11".repeat(32);
+        let mut e2 = entry("G", Op::Gemm, "16x16x16", 0.1);
+        e2.checksum = "22".repeat(32);
+        c.upsert(e1);
+        c.upsert(e2);
+        assert!(Database::merge_all(
+            vec![("c".into(), c), ("empty".into(), Database::new())],
+            MergeOptions::default()
+        )
+        .is_ok());
+
+        let mut old = sample_db();
+        old.schema_version = 2;
+        let err = Database::merge_all(
+            vec![("new.toml".into(), sample_db()), ("old.toml".into(), old)],
+            MergeOptions::default(),
+        )
+        .unwrap_err();
+        assert!(matches!(
+            err,
+            MergeError::SchemaMismatch {
+                first_version: 1,
+                other_version: 2,
+                ..
+            }
+        ));
+        let msg = err.to_string();
+        assert!(
+            msg.contains("new.toml") && msg.contains("old.toml"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn merge_notes_differing_gpu_records() {
+        let mut a = sample_db();
+        let mut b = Database::new();
+        let mut rec = gpu("NVIDIA H100 80GB HBM3");
+        rec.driver_version = "13.1".to_string();
+        b.upsert_gpu(rec);
+        let r = a.merge("a", b, "b", MergeOptions::default()).unwrap();
+        assert_eq!(r.gpu_notes.len(), 1, "{:?}", r.gpu_notes);
+        assert!(
+            r.gpu_notes[0].contains("driver_version"),
+            "{:?}",
+            r.gpu_notes
+        );
+        // The measured bandwidth of the old record stays when the new one has none.
+        assert_eq!(
+            a.gpu("NVIDIA H100 80GB HBM3").unwrap().copy_bandwidth_gbs,
+            Some(2890.5)
+        );
     }
 
     #[test]
@@ -1358,15 +2037,23 @@ mod tests {
         let mut changed = db.clone();
         changed.upsert(entry("NVIDIA H100 80GB HBM3", Op::Gemm, "8x8x8", 0.001));
         let result = changed.save(&path);
+        let writable = Database::check_writable(&path);
         fs::set_permissions(&sub, fs::Permissions::from_mode(0o755)).unwrap();
         if enforced {
+            // The write lock is the first file a save creates next to the database.
             let err = result.unwrap_err();
-            assert!(matches!(err, DbError::Io { .. }), "{err:?}");
+            assert!(matches!(err, DbError::Lock { .. }), "{err:?}");
+            assert!(err.to_string().contains("db.toml.lock"), "{err}");
             assert!(err.to_string().contains("--db"));
+            assert!(
+                matches!(writable, Err(DbError::Lock { .. })),
+                "{writable:?}"
+            );
             assert_eq!(fs::read(&path).unwrap(), before);
         } else {
             eprintln!("directory permissions not enforced (running as root?): save succeeded");
             result.unwrap();
+            writable.unwrap();
             assert_eq!(Database::load(&path).unwrap(), changed);
         }
         assert!(temp_files(&sub).is_empty());
@@ -1516,6 +2203,91 @@ mod tests {
                 }
             ),
             "{err:?}"
+        );
+    }
+
+    /// Names of the files in `dir`, sorted.
+    fn listing(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn saves_remove_stale_temp_files_and_leave_no_lock_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.toml");
+        // What a write killed before its rename leaves behind.
+        let stale = dir.path().join(".db.toml.tmp.999999.1.0");
+        fs::write(&stale, "schema_version = 1\n[[entry]]\ngpu = \"tor").unwrap();
+        // Another database's temporary file in the same directory is not ours to remove.
+        let other = dir.path().join(".other.toml.tmp.999999.1.0");
+        fs::write(&other, "").unwrap();
+        sample_db().save(&path).unwrap();
+        assert_eq!(
+            listing(dir.path()),
+            [".other.toml.tmp.999999.1.0", "db.toml"]
+        );
+        fs::write(&stale, "").unwrap();
+        Database::update_file(&path, |_| Ok(())).unwrap();
+        assert_eq!(
+            listing(dir.path()),
+            [".other.toml.tmp.999999.1.0", "db.toml"]
+        );
+        let mut expected = sample_db();
+        expected.sort();
+        assert_eq!(Database::load(&path).unwrap(), expected);
+    }
+
+    /// Threads of one process exclude each other too: each `update_file` opens the lock file
+    /// anew, and `flock`-style locks belong to the open file.
+    #[test]
+    fn threads_updating_one_file_lose_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.toml");
+        std::thread::scope(|s| {
+            for t in 0..4 {
+                let path = &path;
+                s.spawn(move || {
+                    for m in 1..=10 {
+                        Database::update_file(path, |db| {
+                            let gpu = format!("GPU {t}");
+                            db.upsert(entry(&gpu, Op::Gemm, &format!("{m}x8x8"), 0.1));
+                            Ok(())
+                        })
+                        .unwrap();
+                    }
+                });
+            }
+        });
+        assert_eq!(Database::load(&path).unwrap().entries.len(), 40);
+        assert_eq!(listing(dir.path()), ["db.toml"]);
+    }
+
+    #[test]
+    fn check_writable_writes_nothing_and_load_existing_needs_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("db.toml");
+        let err = Database::load_existing(&path).unwrap_err();
+        assert!(matches!(err, DbError::NotFound { .. }), "{err:?}");
+        assert!(err.to_string().contains("--db"), "{err}");
+        Database::check_writable(&path).unwrap();
+        Database::check_writable(&dir.path().join("new/sub/db.toml")).unwrap();
+        assert!(
+            listing(dir.path()).is_empty(),
+            "check_writable left files behind"
+        );
+        assert!(matches!(
+            Database::check_writable(dir.path()),
+            Err(DbError::IsDirectory { .. })
+        ));
+        sample_db().save(&path).unwrap();
+        assert_eq!(
+            Database::load_existing(&path).unwrap(),
+            Database::load(&path).unwrap()
         );
     }
 

@@ -73,13 +73,25 @@ pub enum ExportError {
 /// An export format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
-    /// A self-contained `.cuh` for nvcc ([`cuda_header`]).
+    /// A self-contained `.cuh` for nvcc ([`cuda_header`]): one shape.
     CudaHeader,
+    /// Every entry as CSV ([`crate::report::formats::entries_csv`]).
+    Csv,
+    /// Every entry and GPU record as JSON ([`crate::report::formats::entries_json`]).
+    Json,
+    /// Every entry in the T4 autotuning results format of Kernel Tuner and KTT
+    /// ([`crate::report::formats::t4`]).
+    T4,
 }
 
 impl Format {
     /// The names `--format` accepts.
-    pub const ACCEPTED: &'static [&'static str] = &["cuda-header"];
+    pub const ACCEPTED: &'static [&'static str] = &["cuda-header", "csv", "json", "t4"];
+
+    /// Whether the format holds the whole database (filtered) rather than one shape's choice.
+    pub fn is_database_wide(self) -> bool {
+        !matches!(self, Format::CudaHeader)
+    }
 }
 
 impl FromStr for Format {
@@ -87,6 +99,9 @@ impl FromStr for Format {
     fn from_str(s: &str) -> Result<Format, ExportError> {
         match s.trim() {
             "cuda-header" => Ok(Format::CudaHeader),
+            "csv" => Ok(Format::Csv),
+            "json" => Ok(Format::Json),
+            "t4" | "T4" => Ok(Format::T4),
             other => Err(ExportError::UnknownFormat(other.to_string())),
         }
     }
@@ -96,6 +111,9 @@ impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Format::CudaHeader => "cuda-header",
+            Format::Csv => "csv",
+            Format::Json => "json",
+            Format::T4 => "t4",
         })
     }
 }
@@ -526,5 +544,10 @@ mod tests {
         let e = "ptx".parse::<Format>().unwrap_err().to_string();
         assert!(e.contains("'ptx'") && e.contains("cuda-header"), "{e}");
         assert_eq!("cuda-header".parse::<Format>().unwrap(), Format::CudaHeader);
+        for f in Format::ACCEPTED {
+            let parsed = f.parse::<Format>().unwrap();
+            assert_eq!(parsed.to_string(), *f);
+            assert_eq!(parsed.is_database_wide(), *f != "cuda-header");
+        }
     }
 }

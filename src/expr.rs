@@ -266,8 +266,9 @@ impl Expr {
                     "-" => a.checked_sub(b).ok_or_else(overflow)?,
                     "*" => a.checked_mul(b).ok_or_else(overflow)?,
                     "/" | "%" if b == 0 => return Err(self.arith("division by zero")),
-                    "/" => a / b,
-                    "%" => a % b,
+                    // i64::MIN / -1 overflows: checked, as values can come from a database.
+                    "/" => a.checked_div(b).ok_or_else(overflow)?,
+                    "%" => a.checked_rem(b).ok_or_else(overflow)?,
                     "==" => i64::from(a == b),
                     "!=" => i64::from(a != b),
                     "<" => i64::from(a < b),
@@ -341,6 +342,15 @@ mod tests {
             Err(ExprError::Arithmetic { .. })
         ));
         assert_eq!(ev("0 && 4 % 0", &[]).unwrap(), 0);
+        for e in ["A / B", "A % B"] {
+            assert!(
+                matches!(
+                    ev(e, &[("A", i64::MIN), ("B", -1)]),
+                    Err(ExprError::Arithmetic { .. })
+                ),
+                "{e}"
+            );
+        }
         assert_eq!(
             Expr::parse("B*A + min(A, C)").unwrap().names(),
             vec!["A", "B", "C"]

@@ -9,29 +9,35 @@
 //! ([`runner`], [`verify`], [`timing`]) → search ([`search`], [`tune`]) → database ([`db`]) →
 //! report ([`report`]).
 //!
-//! Pure modules (`shape`, `expr`, `space`, `template`, `db`, `search`, `timing`, `verify`,
-//! `report`, `lookup`, `suite`) need no GPU; only `device`, `compile`, `runner` and `runtime`
-//! touch CUDA. A product uses [`Tuned`] (module [`runtime`]).
+//! Pure modules (`shape`, `expr`, `space`, `template`, `db`, `search`, `model`, `simulate`,
+//! `timing`, `verify`, `report`, `lookup`, `suite`) need no GPU; only `device`, `compile`,
+//! `runner` and `runtime` touch CUDA. A product uses [`Tuned`] (module [`runtime`]).
 
 #![warn(missing_docs)]
 
 pub mod compile;
+pub mod cross;
 pub mod db;
 pub mod device;
 pub mod export;
 pub mod expr;
+pub mod journal;
 pub mod lookup;
+pub mod model;
 pub mod report;
 pub mod runner;
 pub mod runtime;
 pub mod search;
 pub mod shape;
+pub mod shard;
+pub mod simulate;
 pub mod space;
 pub mod suite;
 pub mod template;
 pub mod timing;
 pub mod tune;
 pub mod verify;
+pub mod worker;
 
 pub use runtime::Tuned;
 pub use shape::{Op, Shape};

@@ -19,9 +19,23 @@ fn main() {
     match std::panic::catch_unwind(cli::main) {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
-            eprintln!("Error: {e:#}");
+            eprintln!("Error: {}", message(&e));
             std::process::exit(1);
         }
         Err(_) => std::process::exit(101),
     }
+}
+
+/// The error and its causes on one line, `outer: inner: ...`, skipping a cause whose text the
+/// line already holds (library errors often quote their source in their own message).
+fn message(e: &anyhow::Error) -> String {
+    let mut line = e.to_string();
+    for cause in e.chain().skip(1) {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+    }
+    line
 }

@@ -16,14 +16,22 @@ use cudarc::cublas::sys::{cublasMath_t, cublasOperation_t};
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{
-    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, DevicePtrMut, LaunchConfig,
-    PushKernelArg,
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, CudaViewMut, DevicePtrMut,
+    LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
 use std::sync::Arc;
 
 /// Largest `M*N*K` whose GEMM reference is computed on the CPU; larger ones use cuBLAS DGEMM.
 const CPU_REFERENCE_MAX_MACS: u64 = 1 << 27;
+
+/// Floats of guard region before and after the output buffer (64 KiB each): a kernel that
+/// writes out of bounds changes them and fails validation instead of silently corrupting
+/// memory another buffer owns.
+const GUARD: usize = 16 * 1024;
+
+/// The guard regions' bit pattern: a signalling NaN no kernel computes by accident.
+const CANARY: u32 = 0x7FA5_A5A5;
 
 /// Why the bench as a whole cannot go on (as opposed to one candidate failing).
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +68,9 @@ pub enum RunError {
     /// Events gave no usable time (a driver problem; try again).
     #[error("measurement failed: {0}")]
     Measurement(String),
+    /// A worker process could not be started or set up (see [`crate::worker`]).
+    #[error("the benchmark worker failed: {0}")]
+    Worker(String),
     /// A kernel broke the CUDA context (e.g. an illegal address): nothing more can run in
     /// this process.
     #[error("kernel {kernel} broke the CUDA context ({reason}); results so far are lost for this run. Exclude it with --exclude or report the config")]
@@ -72,7 +83,7 @@ pub enum RunError {
 }
 
 /// Where a candidate failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Stage {
     /// NVRTC.
@@ -85,10 +96,14 @@ pub enum Stage {
     Validate,
     /// Timing failed.
     Time,
+    /// It ran past its time limit and its worker process was killed.
+    Timeout,
+    /// Its worker process died (a fault that broke the CUDA context, a crash).
+    Crash,
 }
 
 /// A candidate that could not be measured, and why.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Failure {
     /// Where it failed.
     pub stage: Stage,
@@ -97,7 +112,7 @@ pub struct Failure {
 }
 
 /// A measured candidate.
-#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct Measured {
     /// Time statistics.
     pub stats: Stats,
@@ -137,6 +152,7 @@ pub struct Bench<'d> {
     shape: Shape,
     a: CudaSlice<f32>,
     b: CudaSlice<f32>,
+    /// The output with [`GUARD`] canary floats on each side; kernels see the middle.
     out: CudaSlice<f32>,
     flush: Option<CudaSlice<u8>>,
     reference: Vec<f64>,
@@ -195,9 +211,9 @@ impl<'d> Bench<'d> {
         let s = &dev.stream;
         let a = s.clone_htod(&a_host).during("uploading A")?;
         let b = s.clone_htod(&b_host).during("uploading B")?;
-        let out = s
-            .alloc_zeros::<f32>(m * n)
-            .during("allocating the output")?;
+        let mut canaries = vec![f32::from_bits(CANARY); m * n + 2 * GUARD];
+        canaries[GUARD..GUARD + m * n].fill(0.0);
+        let out = s.clone_htod(&canaries).during("allocating the output")?;
         let flush = if settings.flush_l2 && dev.info.l2_bytes > 0 {
             Some(
                 s.alloc_zeros::<u8>(2 * dev.info.l2_bytes as usize)
@@ -267,21 +283,21 @@ impl<'d> Bench<'d> {
 
     /// Loads a compiled kernel and prepares its launch.
     pub fn load(&self, compiled: &Compiled, launch: Launch) -> Result<Loaded, Failure> {
+        self.load_cubin(&compiled.kernel_name, &compiled.cubin, launch)
+    }
+
+    /// Loads kernel `name` from `cubin` and prepares its launch.
+    pub fn load_cubin(&self, name: &str, cubin: &[u8], launch: Launch) -> Result<Loaded, Failure> {
         let fail = |reason: String| Failure {
             stage: Stage::Load,
             reason,
         };
-        let func = load_function(
-            &self.dev.ctx,
-            &compiled.cubin,
-            &compiled.kernel_name,
-            launch.dynamic_shared_bytes,
-        )
-        .map_err(fail)?;
+        let func =
+            load_function(&self.dev.ctx, cubin, name, launch.dynamic_shared_bytes).map_err(fail)?;
         Ok(Loaded {
             registers: func.num_regs().unwrap_or(-1),
             local_bytes: func.local_size_bytes().unwrap_or(-1),
-            name: compiled.kernel_name.clone(),
+            name: name.to_string(),
             func,
             launch,
         })
@@ -300,6 +316,8 @@ impl<'d> Bench<'d> {
             self.shape.n as i32,
             self.shape.k as i32,
         );
+        let len = self.out.len() - 2 * GUARD;
+        let mut out = self.out.slice_mut(GUARD..GUARD + len);
         match work {
             Work::Cublas => match self.op {
                 // Row-major C = A B is column-major C^T = B^T A^T.
@@ -319,7 +337,7 @@ impl<'d> Bench<'d> {
                         },
                         &self.b,
                         &self.a,
-                        &mut self.out,
+                        &mut out,
                     )
                 },
                 // Row-major A (M x K) is column-major A^T (K x M): y = (A^T)^T x.
@@ -337,7 +355,7 @@ impl<'d> Bench<'d> {
                         },
                         &self.a,
                         &self.b,
-                        &mut self.out,
+                        &mut out,
                     )
                 },
             }
@@ -350,7 +368,7 @@ impl<'d> Bench<'d> {
                 self.shape,
                 &self.a,
                 &self.b,
-                &mut self.out,
+                &mut out,
             ),
         }
     }
@@ -374,8 +392,10 @@ impl<'d> Bench<'d> {
         // Poison with NaN (all bits set) so unwritten elements fail.
         {
             let s = &self.dev.stream;
-            let bytes = self.out.len() * 4;
-            let (ptr, _sync) = self.out.device_ptr_mut(s);
+            let len = self.out.len() - 2 * GUARD;
+            let mut out = self.out.slice_mut(GUARD..GUARD + len);
+            let bytes = len * 4;
+            let (ptr, _sync) = out.device_ptr_mut(s);
             // SAFETY: ptr is a live allocation of `bytes` bytes on this stream.
             unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xFF, bytes, s.cu_stream()) }
                 .during("poisoning the output")?;
@@ -393,23 +413,37 @@ impl<'d> Bench<'d> {
                 reason: format!("{e:?}"),
             });
         }
-        let out = self
+        let full = self
             .dev
             .stream
             .clone_dtoh(&self.out)
             .during("downloading the output")?;
+        let (before, rest) = full.split_at(GUARD);
+        let (out, after) = rest.split_at(rest.len() - GUARD);
+        if let Some(f) = guard_violation(before, after) {
+            // Put the canaries back for the next candidate.
+            let mut fresh = full.clone();
+            fresh[..GUARD].fill(f32::from_bits(CANARY));
+            let tail = fresh.len() - GUARD;
+            fresh[tail..].fill(f32::from_bits(CANARY));
+            self.dev
+                .stream
+                .memcpy_htod(&fresh, &mut self.out)
+                .during("restoring the output guards")?;
+            return Ok(Err(f));
+        }
         let cols = if self.op == Op::Gemm {
             self.shape.n as usize
         } else {
             1
         };
         Ok(
-            verify::compare(&out, &self.reference, &self.bound, cols, self.tolerance).map_err(
-                |m| Failure {
+            verify::compare(out, &self.reference, &self.bound, cols, self.tolerance).map_err(|m| {
+                Failure {
                     stage: Stage::Validate,
                     reason: m.to_string(),
-                },
-            ),
+                }
+            }),
         )
     }
 
@@ -565,7 +599,7 @@ pub fn launch(
     shape: Shape,
     a: &CudaSlice<f32>,
     b: &CudaSlice<f32>,
-    out: &mut CudaSlice<f32>,
+    out: &mut CudaViewMut<'_, f32>,
 ) -> Result<(), String> {
     let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
     if launch.zero_output {
@@ -593,6 +627,22 @@ pub fn launch(
     unsafe { lb.launch(cfg) }
         .map(|_| ())
         .map_err(|e| format!("launch {launch:?}: {e:?}"))
+}
+
+/// Where a kernel wrote outside its output: the first changed canary before or after it.
+fn guard_violation(before: &[f32], after: &[f32]) -> Option<Failure> {
+    let changed = |v: &[f32]| v.iter().position(|x| x.to_bits() != CANARY);
+    let (side, at) = if let Some(i) = changed(before) {
+        ("before", before.len() - i)
+    } else {
+        ("after", changed(after)? + 1)
+    };
+    Some(Failure {
+        stage: Stage::Validate,
+        reason: format!(
+            "wrote out of bounds: the guard region {side} the output was overwritten ({at} float(s) {side} it)"
+        ),
+    })
 }
 
 /// Float64 reference on the GPU with cuBLAS DGEMM: the values, then the bound from |A| |B|.

@@ -262,13 +262,21 @@ impl Tuned {
         out: &mut CudaSlice<f32>,
     ) -> Result<(), RuntimeError> {
         let go = |r: &Ready, out: &mut CudaSlice<f32>| {
-            runner::launch(stream, &r.func, r.launch, op, shape, a, b, out).map_err(|reason| {
-                RuntimeError::Launch {
-                    op,
-                    shape: shape.label(op),
-                    kernel: r.kernel.clone(),
-                    reason,
-                }
+            runner::launch(
+                stream,
+                &r.func,
+                r.launch,
+                op,
+                shape,
+                a,
+                b,
+                &mut out.as_view_mut(),
+            )
+            .map_err(|reason| RuntimeError::Launch {
+                op,
+                shape: shape.label(op),
+                kernel: r.kernel.clone(),
+                reason,
             })
         };
         // Hot path: one read lock and a hash lookup per call once the shape is resolved; the

@@ -9,8 +9,15 @@ use std::fmt;
 use std::str::FromStr;
 
 /// Largest number of elements one matrix may hold: kernels index with 32-bit row/column
-/// arithmetic, so each of A, B and C must stay below 2^31 elements (8 GiB of `f32`).
+/// arithmetic, so each of A, B and C must stay below 2^31 elements (8 GiB of `f32`). Three
+/// such matrices (24 GiB) fit a large GPU; whether they fit the GPU at hand is checked against
+/// its free memory before anything is allocated.
 pub const MAX_MATRIX_ELEMENTS: u64 = (1 << 31) - 1;
+
+/// Largest value of one dimension (M, N or K): kernels hold row, column and K-loop indices in
+/// 32-bit `int`s and step past the end by up to one tile, so every dimension keeps a 2^30
+/// margin below `i32::MAX`.
+pub const MAX_DIM: u64 = 1 << 30;
 
 /// The operation a kernel family computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -77,8 +84,8 @@ pub enum ShapeError {
         /// Its value as written.
         value: String,
     },
-    /// A dimension or a matrix is too large for the kernels' 32-bit indexing.
-    #[error("shape '{text}' is too large: {what} has {elements} elements, the most one matrix may hold is {max} (2^31 - 1)")]
+    /// A matrix is too large for the kernels' 32-bit indexing.
+    #[error("shape '{text}' is too large: {what} has {elements} elements, the most one matrix may hold is {max} (2^31 - 1, the kernels index with 32-bit integers); split the problem into smaller products")]
     TooLarge {
         /// What the user wrote.
         text: String,
@@ -89,8 +96,20 @@ pub enum ShapeError {
         /// The limit.
         max: u64,
     },
+    /// One dimension is larger than [`MAX_DIM`].
+    #[error("shape '{text}' is too large: {dim} = {value}, the most one dimension may be is {max} (2^30, the kernels index with 32-bit integers); split the problem into smaller products")]
+    DimTooLarge {
+        /// What the user wrote.
+        text: String,
+        /// The dimension's name.
+        dim: char,
+        /// Its value.
+        value: u64,
+        /// The limit ([`MAX_DIM`]).
+        max: u64,
+    },
     /// A dimension does not even fit in 64 bits.
-    #[error("shape '{text}': {dim} = {value} is too large (the most one matrix may hold is 2^31 - 1 elements)")]
+    #[error("shape '{text}': {dim} = {value} is too large (the most one matrix may hold is 2^31 - 1 elements, the most one dimension may be is 2^30)")]
     Overflow {
         /// What the user wrote.
         text: String,
@@ -222,14 +241,27 @@ impl Shape {
             return Err(ShapeError::GemvN { text: text(), n });
         }
         let fits = |r: u64, c: u64| r.saturating_mul(c) <= MAX_MATRIX_ELEMENTS;
-        if !(fits(m, k) && fits(k, n) && fits(m, n)) {
+        let dims_fit = m <= MAX_DIM && n <= MAX_DIM && k <= MAX_DIM;
+        if !(dims_fit && fits(m, k) && fits(k, n) && fits(m, n)) {
             shape.check(op, &text())?;
         }
         Ok(shape)
     }
 
-    /// Checks that every matrix of the problem fits the kernels' 32-bit indexing.
+    /// Checks that the problem fits the kernels' 32-bit indexing: every dimension at most
+    /// [`MAX_DIM`] and every matrix at most [`MAX_MATRIX_ELEMENTS`] elements. `text` is how
+    /// the shape is named in the error.
     pub fn check(&self, op: Op, text: &str) -> Result<(), ShapeError> {
+        for (dim, value) in [('M', self.m), ('N', self.n), ('K', self.k)] {
+            if value > MAX_DIM {
+                return Err(ShapeError::DimTooLarge {
+                    text: text.to_string(),
+                    dim,
+                    value,
+                    max: MAX_DIM,
+                });
+            }
+        }
         let mats: &[(&'static str, u64, u64)] = match op {
             Op::Gemm => &[
                 ("A (MxK)", self.m, self.k),
@@ -355,6 +387,36 @@ mod tests {
         assert!(matches!(
             Shape::parse(Op::Gemv, "4x2x4"),
             Err(ShapeError::GemvN { n: 2, .. })
+        ));
+        // Each matrix fits, but K would overflow the kernels' 32-bit K loop.
+        let err = Shape::parse(Op::Gemm, "1x1x2147483647").unwrap_err();
+        assert!(
+            matches!(
+                err,
+                ShapeError::DimTooLarge {
+                    dim: 'K',
+                    value: 2147483647,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("2^30"), "{err}");
+        assert!(matches!(
+            Shape::parse(Op::Gemv, "1073741825x1"),
+            Err(ShapeError::DimTooLarge { dim: 'M', .. })
+        ));
+        assert_eq!(
+            Shape::parse(Op::Gemv, "1x1073741824").unwrap(),
+            Shape {
+                m: 1,
+                n: 1,
+                k: MAX_DIM
+            }
+        );
+        assert!(matches!(
+            Shape::new(Op::Gemm, 1, 1, MAX_DIM + 1),
+            Err(ShapeError::DimTooLarge { dim: 'K', .. })
         ));
         let msg = Shape::parse(Op::Gemm, "12").unwrap_err().to_string();
         assert!(msg.contains("MxNxK"), "{msg}");

@@ -6,6 +6,10 @@
 //!
 //! Names an expression may read: the family's parameters, its `[derived]` values, the shape
 //! (`M`, `N`, `K`) and the device limits in [`Limits::env`].
+//!
+//! An optional `[model]` section gives the performance model ([`crate::model`]) figures it
+//! cannot derive from the launch geometry (`registers` per thread, `global_bytes` in all,
+//! `bytes_in_flight` per thread), as expressions over the same names; see [`ModelHints`].
 
 use crate::expr::{Env, Expr, ExprError};
 use crate::shape::{Op, Shape};
@@ -115,6 +119,39 @@ struct SpaceFile {
     #[serde(default)]
     derived: BTreeMap<String, String>,
     launch: LaunchFile,
+    #[serde(default)]
+    model: Option<ModelFile>,
+}
+
+/// The optional `[model]` section: family-specific figures for the performance model
+/// ([`crate::model`]), as integer expressions over the same names as `[derived]`. Every key is
+/// optional; the model derives a generic default for what is missing.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelFile {
+    /// Registers per thread.
+    #[serde(default)]
+    registers: Option<String>,
+    /// Bytes the kernel moves to and from device memory in all.
+    #[serde(default)]
+    global_bytes: Option<String>,
+    /// Bytes of loads each thread keeps in flight (memory-level parallelism).
+    #[serde(default)]
+    bytes_in_flight: Option<String>,
+}
+
+/// A family's figures for the performance model, for one config on one shape: what the space
+/// file knows beyond the launch geometry. Absent values are left to the model's defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelHints {
+    /// Static shared memory per block (`launch.shared_bytes`), bytes; 0 when not given.
+    pub static_shared_bytes: i64,
+    /// `[model] registers`: registers per thread.
+    pub registers: Option<i64>,
+    /// `[model] global_bytes`: bytes moved to and from device memory.
+    pub global_bytes: Option<i64>,
+    /// `[model] bytes_in_flight`: bytes of loads in flight per thread.
+    pub bytes_in_flight: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -156,7 +193,7 @@ impl Config {
 }
 
 /// How to launch one config on one shape.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Launch {
     /// Grid dimensions.
     pub grid: (u32, u32, u32),
@@ -190,6 +227,8 @@ pub struct Space {
     shared_bytes: Option<Expr>,
     dynamic_shared_bytes: Option<Expr>,
     zero_output: bool,
+    /// `[model]`: registers, global bytes, bytes in flight.
+    model: [Option<Expr>; 3],
 }
 
 /// The result of pruning a space.
@@ -290,9 +329,20 @@ impl Space {
             .map(|(i, c)| parse(format!("constraint {} ('{c}')", i + 1), c))
             .collect::<Result<Vec<_>, _>>()?;
         let opt = |place: &str, t: &Option<String>| {
-            t.as_deref()
-                .map(|t| parse(format!("launch.{place}"), t))
-                .transpose()
+            let place = if place.contains('.') {
+                place.to_string()
+            } else {
+                format!("launch.{place}")
+            };
+            t.as_deref().map(|t| parse(place, t)).transpose()
+        };
+        let model = match &file.model {
+            Some(m) => [
+                opt("model.registers", &m.registers)?,
+                opt("model.global_bytes", &m.global_bytes)?,
+                opt("model.bytes_in_flight", &m.bytes_in_flight)?,
+            ],
+            None => [None, None, None],
         };
         let space = Space {
             name: file.name.clone(),
@@ -305,6 +355,7 @@ impl Space {
             shared_bytes: opt("shared_bytes", &file.launch.shared_bytes)?,
             dynamic_shared_bytes: opt("dynamic_shared_bytes", &file.launch.dynamic_shared_bytes)?,
             zero_output: file.launch.zero_output,
+            model,
             params: file.params,
             derived,
             constraints,
@@ -331,7 +382,8 @@ impl Space {
             .chain(self.grid.iter())
             .chain(self.block.iter())
             .chain(self.shared_bytes.iter())
-            .chain(self.dynamic_shared_bytes.iter());
+            .chain(self.dynamic_shared_bytes.iter())
+            .chain(self.model.iter().flatten());
         for e in all {
             if let Some(bad) = e.names().into_iter().find(|n| !known.contains(n)) {
                 return Err(SpaceError::Expr {
@@ -451,6 +503,32 @@ impl Space {
             return Ok(Some("dynamic shared memory > device opt-in limit".into()));
         }
         Ok(None)
+    }
+
+    /// The performance model's figures for `config` on `shape`: static shared memory and the
+    /// optional `[model]` section. A `[model]` expression that cannot be evaluated for this
+    /// config (division by zero, overflow on a huge shape) is left out, as if not given.
+    pub fn model_hints(
+        &self,
+        config: &Config,
+        shape: Shape,
+        limits: &Limits,
+    ) -> Result<ModelHints, SpaceError> {
+        let env = self.env(config, shape, limits)?;
+        let static_shared_bytes = match &self.shared_bytes {
+            Some(e) => self.eval_in(e, "launch.shared_bytes", &env)?,
+            None => 0,
+        };
+        let [registers, global_bytes, bytes_in_flight] = self
+            .model
+            .clone()
+            .map(|e| e.and_then(|e| e.eval(&env).ok()));
+        Ok(ModelHints {
+            static_shared_bytes,
+            registers,
+            global_bytes,
+            bytes_in_flight,
+        })
     }
 
     /// Enumerates and prunes against the constraints and `limits` for `shape`.
@@ -624,6 +702,38 @@ shared_bytes = "4 * BM * 16"
             .to_string()
             .contains("3 expressions"));
         let unknown = SPACE.replace("[launch]", "[launch]\nfoo = 1");
+        assert!(matches!(
+            Space::from_toml_str(&unknown, "t"),
+            Err(SpaceError::Toml { .. })
+        ));
+    }
+
+    #[test]
+    fn the_model_section_is_optional_and_checked() {
+        let s = Space::from_toml_str(SPACE, "toy.toml").unwrap();
+        let shape = Shape { m: 64, n: 64, k: 8 };
+        let c = s.prune(shape, &limits()).unwrap().valid[0].clone();
+        let h = s.model_hints(&c, shape, &limits()).unwrap();
+        assert_eq!(h.static_shared_bytes, 4 * 32 * 16);
+        assert_eq!(
+            (h.registers, h.global_bytes, h.bytes_in_flight),
+            (None, None, None)
+        );
+
+        let with = format!(
+            "{SPACE}\n[model]\nregisters = \"32 + BM / TM\"\nglobal_bytes = \"4 * (M * K + K * N + M * N)\"\nbytes_in_flight = \"16 / (BM - BM)\"\n"
+        );
+        let s = Space::from_toml_str(&with, "toy.toml").unwrap();
+        let h = s.model_hints(&c, shape, &limits()).unwrap();
+        assert_eq!(h.registers, Some(32 + 32));
+        assert_eq!(h.global_bytes, Some(4 * (64 * 8 + 8 * 64 + 64 * 64)));
+        // Division by zero: left out, not an error.
+        assert_eq!(h.bytes_in_flight, None);
+
+        let typo = with.replace("32 + BM / TM", "32 + BM / TMM");
+        let e = Space::from_toml_str(&typo, "t").unwrap_err().to_string();
+        assert!(e.contains("TMM"), "{e}");
+        let unknown = format!("{SPACE}\n[model]\nregs = \"32\"\n");
         assert!(matches!(
             Space::from_toml_str(&unknown, "t"),
             Err(SpaceError::Toml { .. })

@@ -10,27 +10,58 @@ use crate::shape::{Op, Shape, ShapeError};
 use serde::Deserialize;
 use std::path::Path;
 
-/// Why a suite file is unusable.
+/// How a suite file looks, for error messages.
+const SUITE_FORM: &str = "a suite is `op = \"gemm\"` (or \"gemv\") and `shapes = [\"MxNxK\", ...]`, as in configs/suites/gemm.toml";
+
+/// Why a suite file is unusable. Every message names the file and says what to do.
 #[derive(Debug, thiserror::Error)]
 pub enum SuiteError {
     /// The file could not be read.
-    #[error("cannot read suite {path}: {source}")]
+    #[error(
+        "cannot read suite {path}: {source}. Check the path, e.g. --suite configs/suites/gemm.toml"
+    )]
     Io {
         /// The path.
         path: String,
         /// The OS error.
         source: std::io::Error,
     },
-    /// Malformed TOML or fields.
-    #[error("suite {path} is invalid: {message}")]
+    /// The path is a directory.
+    #[error("suite {path} is a directory, not a file: pass --suite with a suite file such as configs/suites/gemm.toml")]
+    IsDirectory {
+        /// The path.
+        path: String,
+    },
+    /// The file is not UTF-8 text.
+    #[error("suite {path} is not UTF-8 text: {SUITE_FORM}")]
+    NotUtf8 {
+        /// The path.
+        path: String,
+    },
+    /// Malformed TOML, a missing or unknown field, or a value of the wrong type.
+    #[error(
+        "suite {path} is invalid (line {line}, column {column}): {message}. Fix it: {SUITE_FORM}"
+    )]
     Toml {
         /// The path.
         path: String,
-        /// The parser's message, with line and column.
+        /// 1-based line of the problem (0 when unknown).
+        line: usize,
+        /// 1-based column of the problem, in characters (0 when unknown).
+        column: usize,
+        /// The parser's message, on one line.
         message: String,
     },
+    /// The `op` is not one autotune knows.
+    #[error("suite {path}: {source}")]
+    Op {
+        /// The path.
+        path: String,
+        /// Why.
+        source: ShapeError,
+    },
     /// A shape in the list is invalid.
-    #[error("suite {path}, shape {index}: {source}")]
+    #[error("suite {path}, shape {index} of `shapes`: {source}")]
     Shape {
         /// The path.
         path: String,
@@ -40,7 +71,7 @@ pub enum SuiteError {
         source: ShapeError,
     },
     /// No shapes.
-    #[error("suite {0} lists no shapes")]
+    #[error("suite {0} lists no shapes: add some, e.g. shapes = [\"2048x2048x2048\"]")]
     Empty(String),
 }
 
@@ -63,13 +94,20 @@ pub struct Suite {
 impl Suite {
     /// Parses suite text; `path` names it in messages.
     pub fn from_toml_str(text: &str, path: &str) -> Result<Suite, SuiteError> {
-        let f: SuiteFile = toml::from_str(text).map_err(|e| SuiteError::Toml {
-            path: path.to_string(),
-            message: e.to_string(),
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+        let f: SuiteFile = toml::from_str(text).map_err(|e| {
+            let (line, column) = e
+                .span()
+                .map_or((0, 0), |span| crate::db::line_column(text, span.start));
+            SuiteError::Toml {
+                path: path.to_string(),
+                line,
+                column,
+                message: e.message().trim().trim_end_matches('.').replace('\n', "; "),
+            }
         })?;
-        let op: Op = f.op.parse().map_err(|source| SuiteError::Shape {
+        let op: Op = f.op.parse().map_err(|source| SuiteError::Op {
             path: path.to_string(),
-            index: 0,
             source,
         })?;
         let mut shapes = Vec::new();
@@ -91,11 +129,17 @@ impl Suite {
 
     /// Reads a suite file.
     pub fn load(path: &Path) -> Result<Suite, SuiteError> {
-        let text = std::fs::read_to_string(path).map_err(|source| SuiteError::Io {
-            path: path.display().to_string(),
+        let name = path.display().to_string();
+        if path.is_dir() {
+            return Err(SuiteError::IsDirectory { path: name });
+        }
+        let bytes = std::fs::read(path).map_err(|source| SuiteError::Io {
+            path: name.clone(),
             source,
         })?;
-        Self::from_toml_str(&text, &path.display().to_string())
+        let text =
+            String::from_utf8(bytes).map_err(|_| SuiteError::NotUtf8 { path: name.clone() })?;
+        Self::from_toml_str(&text, &name)
     }
 }
 
@@ -115,9 +159,31 @@ mod tests {
         let e =
             Suite::from_toml_str("op = \"gemv\"\nshapes = [\"4x8\", \"4x2x8\"]", "t").unwrap_err();
         assert!(matches!(e, SuiteError::Shape { index: 2, .. }), "{e}");
-        assert!(Suite::from_toml_str("op = \"gemm\"\nshapes = []", "t").is_err());
-        assert!(Suite::from_toml_str("op = \"fft\"\nshapes = [\"1x1x1\"]", "t").is_err());
+        assert!(matches!(
+            Suite::from_toml_str("op = \"gemm\"\nshapes = []", "t"),
+            Err(SuiteError::Empty(_))
+        ));
+        assert!(matches!(
+            Suite::from_toml_str("op = \"fft\"\nshapes = [\"1x1x1\"]", "t"),
+            Err(SuiteError::Op { .. })
+        ));
         assert!(Suite::from_toml_str("shapes = [\"1x1x1\"]", "t").is_err());
+        // Parse errors are one line and carry the position.
+        let e = Suite::from_toml_str("op = \"gemm\"\nshapes = [\n", "t").unwrap_err();
+        assert!(matches!(e, SuiteError::Toml { line: 3, .. }), "{e:?}");
+        assert!(!e.to_string().contains('\n'), "{e}");
+        let e = Suite::from_toml_str("op = \"gemm\"\nshapes = \"1x1x1\"\n", "t").unwrap_err();
+        assert!(
+            matches!(
+                e,
+                SuiteError::Toml {
+                    line: 2,
+                    column: 10,
+                    ..
+                }
+            ),
+            "{e:?}"
+        );
     }
 
     #[test]

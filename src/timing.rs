@@ -1,10 +1,10 @@
 //! Timing policy and statistics. The sampling itself (CUDA events, L2 flush) lives in
 //! [`crate::runner`]; this module decides how many samples to take and summarises them.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// How a candidate is timed.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct TimingSettings {
     /// Untimed runs before sampling (module load, clocks, caches).
     pub warmup: u32,
@@ -76,7 +76,7 @@ pub const SLOW_FACTOR: f64 = 1.5;
 pub const SLOW_SAMPLES: u32 = 3;
 
 /// A summary of timed samples, in milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 pub struct Stats {
     /// The median: what decides.
     pub median_ms: f64,

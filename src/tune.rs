@@ -1,17 +1,22 @@
 //! One tuning run, end to end: plan (enumerate, prune, instantiate), compile in parallel,
 //! validate and time each candidate against cuBLAS, and summarise. Also the GPU-free dry run.
 
-use crate::compile::{self, Arch, CompileError, Compiled};
+use crate::compile::{self, Arch, CompileError, Compiled, DiskCache};
 use crate::db::{Entry, GpuRecord};
 use crate::device::Device;
+use crate::journal::{self, CandidateRecord, Header, JournalError, Record, Recorded};
 use crate::runner::{Bench, Failure, Measured, RunError, Stage};
-use crate::search::{self, Strategy};
+use crate::search::{self, Strategy, Trial};
 use crate::shape::{Op, Shape};
 use crate::space::{Config, Launch, Limits, SpaceError};
 use crate::template::{Catalog, Source};
 use crate::timing::{Stats, TimingSettings};
+use crate::worker::{Isolated, WorkerSettings};
 use serde::Serialize;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::Instant;
 
 /// Why a tuning run could not be made.
@@ -26,6 +31,9 @@ pub enum TuneError {
     /// NVRTC is missing or cannot target the arch.
     #[error(transparent)]
     Compile(#[from] CompileError),
+    /// The run journal could not be written or resumed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
     /// No family computes the op, or the filter matched none.
     #[error("no kernel family for op {op}{filter}: known families are {known}")]
     NoFamily {
@@ -84,6 +92,19 @@ pub struct TuneOptions {
     pub families: Vec<String>,
     /// Stop after this many evaluations.
     pub budget: Option<usize>,
+    /// Run candidates in worker processes (`None`: in this process, where a faulting kernel
+    /// ends the run).
+    pub isolation: Option<WorkerSettings>,
+    /// Append every finished candidate to this journal file.
+    pub journal: Option<PathBuf>,
+    /// Continue the run recorded in `journal` instead of starting afresh.
+    pub resume: bool,
+    /// Set from outside (Ctrl-C) to stop after the current candidate; the report is partial.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// A wall-clock limit (`--time`): no candidate starts after it; the report is partial.
+    pub deadline: Option<Instant>,
+    /// The on-disk compile cache shared with the runtime (`None`: compile everything).
+    pub disk_cache: Option<DiskCache>,
 }
 
 impl Default for TuneOptions {
@@ -93,6 +114,12 @@ impl Default for TuneOptions {
             timing: TimingSettings::default(),
             families: Vec::new(),
             budget: None,
+            isolation: None,
+            journal: None,
+            resume: false,
+            stop: None,
+            deadline: None,
+            disk_cache: None,
         }
     }
 }
@@ -241,6 +268,16 @@ pub struct TuneReport {
     pub wall_s: f64,
     /// Family checksums, by family name.
     pub checksums: BTreeMap<String, String>,
+    /// The search was interrupted before it finished: the winner is the best so far.
+    pub partial: bool,
+    /// Candidates taken from the journal of an interrupted run instead of run again.
+    pub resumed: usize,
+    /// Worker processes replaced after a candidate killed one.
+    pub worker_restarts: u32,
+    /// The run journal, if one was written.
+    pub journal: Option<PathBuf>,
+    /// Kernels NVRTC compiled in this run (the rest came from the memory or disk cache).
+    pub compiled_now: usize,
 }
 
 impl TuneReport {
@@ -315,13 +352,59 @@ impl TuneReport {
                 .get(&best.family)
                 .cloned()
                 .unwrap_or_default(),
-            partial: None,
+            partial: self.partial.then_some(true),
+            also_measured: Vec::new(),
         })
     }
 }
 
-/// Tunes `op` on `shape` on `dev`: every valid config of every family, validated then timed,
-/// with cuBLAS timed the same way as the baseline.
+/// Runs candidates in this process or in worker processes.
+enum Evaluator<'d> {
+    InProcess(Bench<'d>),
+    Isolated(Isolated),
+}
+
+impl Evaluator<'_> {
+    fn baseline(&mut self) -> Result<(Stats, f64), RunError> {
+        match self {
+            Evaluator::InProcess(b) => b.baseline(),
+            Evaluator::Isolated(w) => w.baseline(),
+        }
+    }
+
+    fn evaluate(
+        &mut self,
+        compiled: &Compiled,
+        launch: Launch,
+        best_ms: Option<f64>,
+    ) -> Result<Result<Measured, Failure>, RunError> {
+        match self {
+            Evaluator::InProcess(b) => match b.load(compiled, launch) {
+                Ok(loaded) => b.evaluate(&loaded, best_ms),
+                Err(f) => Ok(Err(f)),
+            },
+            Evaluator::Isolated(w) => w.evaluate(compiled, launch, best_ms),
+        }
+    }
+
+    fn restarts(&self) -> u32 {
+        match self {
+            Evaluator::InProcess(_) => 0,
+            Evaluator::Isolated(w) => w.restarts(),
+        }
+    }
+}
+
+/// The key under which a candidate is found again in a journal.
+fn journal_key(family: &str, params: &BTreeMap<String, i64>, checksum: &str) -> String {
+    format!("{family}|{}|{checksum}", crate::space::params_label(params))
+}
+
+/// Tunes `op` on `shape` on `dev`: every valid config of every family (or what `strategy`
+/// picks), validated then timed, with cuBLAS timed the same way as the baseline. With
+/// `opts.isolation` candidates run in worker processes, so a faulting or hanging kernel is a
+/// failed candidate, not a failed run; with `opts.journal` each finished candidate is
+/// recorded at once, and `opts.resume` skips the candidates a journal already holds.
 #[allow(clippy::too_many_arguments)]
 pub fn tune(
     dev: &Device,
@@ -338,13 +421,109 @@ pub fn tune(
     let nvrtc = compile::nvrtc_version()?;
     compile::check_arch(dev.info.arch)?;
 
-    // The bench first: a shape too large for the device fails before any compile work.
-    let mut bench = Bench::new(dev, op, shape, opts.seed, opts.timing)?;
+    // The problem first: a shape too large for the device fails before any compile work.
+    let mut evaluator = match &opts.isolation {
+        None => Evaluator::InProcess(Bench::new(dev, op, shape, opts.seed, opts.timing)?),
+        Some(settings) => {
+            let need = Bench::memory_needed(dev, op, shape);
+            let free = dev.free_memory().map_err(RunError::from)?;
+            if need > free {
+                return Err(RunError::TooLarge {
+                    shape: shape.label(op),
+                    need_mib: need >> 20,
+                    free_mib: free >> 20,
+                    ordinal: dev.info.ordinal,
+                }
+                .into());
+            }
+            Evaluator::Isolated(Isolated::new(
+                settings.clone(),
+                dev.info.ordinal,
+                op,
+                shape,
+                opts.seed,
+                opts.timing,
+            ))
+        }
+    };
 
-    let t_compile = Instant::now();
+    // Candidates an interrupted run already finished are taken from its journal.
+    let header = Header {
+        journal: journal::JOURNAL_VERSION,
+        gpu: dev.info.name.clone(),
+        op,
+        shape,
+        seed: opts.seed,
+        timing: opts.timing,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        arch: Some(dev.info.arch.to_string()),
+        sms: Some(dev.info.sms),
+    };
+    let mut results: Vec<CandidateResult> = Vec::with_capacity(planned.len());
+    let mut resumed_trials = Vec::new();
+    let mut writer = None;
+    if let Some(path) = &opts.journal {
+        let old = if opts.resume && path.exists() {
+            let r = Recorded::load(path)?;
+            r.check_matches(path, &header)?;
+            Some(r)
+        } else {
+            None
+        };
+        match old {
+            Some(old) => {
+                let index: HashMap<String, usize> = planned
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        (
+                            journal_key(&p.config.family, &p.config.params, &p.checksum),
+                            i,
+                        )
+                    })
+                    .collect();
+                for c in old.candidates {
+                    let Some(&i) = index.get(&journal_key(&c.family, &c.params, &c.checksum))
+                    else {
+                        continue; // a changed family or another space: run it again
+                    };
+                    if resumed_trials.iter().any(|t: &Trial| t.index == i) {
+                        continue;
+                    }
+                    resumed_trials.push(Trial {
+                        index: i,
+                        time_ms: c.outcome.as_ref().ok().map(|m| m.stats.median_ms),
+                    });
+                    results.push(CandidateResult {
+                        family: c.family,
+                        kernel: c.kernel,
+                        params: c.params,
+                        outcome: c.outcome,
+                    });
+                }
+                writer = Some(journal::Writer::append(path)?);
+            }
+            None => writer = Some(journal::Writer::create(path, &header)?),
+        }
+    }
+    let resumed = resumed_trials.len();
+
+    // Compile what is left to run on every core in the background, in the order the search
+    // is likely to want it, while the GPU benchmarks what is ready.
+    let mut done = vec![false; planned.len()];
+    for t in &resumed_trials {
+        done[t.index] = true;
+    }
+    let todo: Vec<usize> = (0..planned.len()).filter(|&i| !done[i]).collect();
     let sources: Vec<Source> = planned.iter().map(|p| p.source.clone()).collect();
-    progress.start(Phase::Compile, sources.len() as u64);
-    let compiled = compile::compile_all(&sources, dev.info.arch, cache, &|r| {
+    let caches = compile::Caches {
+        memory: cache,
+        disk: opts.disk_cache.as_ref().map(|d| (d, nvrtc.as_str())),
+    };
+    let t_compile = Instant::now();
+    let compile_end = std::sync::Mutex::new(t_compile);
+    progress.start(Phase::Compile, todo.len() as u64);
+    let on_done = |r: &Result<Compiled, CompileError>| {
         let msg = match r {
             Ok(c) => c.kernel_name.clone(),
             Err(e) => format!(
@@ -353,45 +532,113 @@ pub fn tune(
             ),
         };
         progress.step(Phase::Compile, &msg);
-    });
-    progress.finish(Phase::Compile);
-    let compile_s = t_compile.elapsed().as_secs_f64();
+    };
+    let pipeline = compile::Pipeline::new(&sources, dev.info.arch, caches, todo.clone(), &on_done);
 
     let t_bench = Instant::now();
-    let (baseline, baseline_error) = bench.baseline()?;
-    let mut results = Vec::with_capacity(planned.len());
-    let mut best: Option<f64> = None;
-    progress.start(Phase::Benchmark, planned.len() as u64);
-    let eval = |i: usize| -> Result<Option<f64>, RunError> {
-        let p = &planned[i];
-        let outcome = match compiled[i].as_ref() {
-            Err(e) => Err(Failure {
-                stage: Stage::Compile,
-                reason: e.to_string(),
-            }),
-            Ok(c) => evaluate(&mut bench, c, p.launch, best)?,
-        };
-        let time = outcome.as_ref().ok().map(|m| m.stats.median_ms);
-        if let Some(t) = time {
-            best = Some(best.map_or(t, |b: f64| b.min(t)));
+    let bench = |pipeline: &compile::Pipeline| -> Result<_, TuneError> {
+        let (baseline, baseline_error) = evaluator.baseline()?;
+        if let Some(w) = writer.as_mut() {
+            w.record(&Record::Baseline {
+                stats: baseline,
+                error: baseline_error,
+            })?;
         }
-        progress.step(
-            Phase::Benchmark,
-            &match time {
-                Some(t) => format!("{} {:.4} ms", p.source.kernel_name, t),
-                None => format!("{} failed", p.source.kernel_name),
-            },
+        let mut best: Option<f64> = results
+            .iter()
+            .filter_map(|r| r.median_ms())
+            .min_by(f64::total_cmp);
+        progress.start(Phase::Benchmark, todo.len() as u64);
+        let stop_flag = opts.stop.clone();
+        let deadline = opts.deadline;
+        let stop = move || {
+            stop_flag.as_ref().is_some_and(|f| f.load(Ordering::SeqCst))
+                || deadline.is_some_and(|d| Instant::now() >= d)
+        };
+        let eval = |i: usize| -> Result<Option<f64>, TuneError> {
+            let p = &planned[i];
+            let outcome = match pipeline.get(i).as_ref() {
+                Err(e) => Err(Failure {
+                    stage: Stage::Compile,
+                    reason: e.to_string(),
+                }),
+                Ok(c) => evaluator.evaluate(c, p.launch, best)?,
+            };
+            let time = outcome.as_ref().ok().map(|m| m.stats.median_ms);
+            if let Some(t) = time {
+                best = Some(best.map_or(t, |b: f64| b.min(t)));
+            }
+            progress.step(
+                Phase::Benchmark,
+                &match (&outcome, time) {
+                    (_, Some(t)) => format!("{} {:.4} ms", p.source.kernel_name, t),
+                    (Err(f), None) => format!(
+                        "{} failed ({:?}: {})",
+                        p.source.kernel_name,
+                        f.stage,
+                        f.reason.lines().next().unwrap_or_default()
+                    ),
+                    _ => format!("{} failed", p.source.kernel_name),
+                },
+            );
+            let result = CandidateResult {
+                family: p.config.family.clone(),
+                kernel: p.source.kernel_name.clone(),
+                params: p.config.params.clone(),
+                outcome,
+            };
+            if let Some(w) = writer.as_mut() {
+                w.record(&Record::Candidate(CandidateRecord {
+                    family: result.family.clone(),
+                    kernel: result.kernel.clone(),
+                    params: result.params.clone(),
+                    checksum: p.checksum.clone(),
+                    outcome: result.outcome.clone(),
+                }))?;
+            }
+            results.push(result);
+            Ok(time)
+        };
+        // What the search sees: each candidate's family, parameters and model estimate.
+        let machine = crate::model::Machine::for_device(&dev.info);
+        let space = crate::model::candidates(
+            catalog,
+            planned.iter().map(|p| (&p.config, &p.launch)),
+            op,
+            shape,
+            &dev.info.limits,
+            &machine,
         );
-        results.push(CandidateResult {
-            family: p.config.family.clone(),
-            kernel: p.source.kernel_name.clone(),
-            params: p.config.params.clone(),
-            outcome,
-        });
-        Ok(time)
+        let searched = search::run(strategy, &space, opts.budget, resumed_trials, &stop, eval)?;
+        progress.finish(Phase::Benchmark);
+        if let Some(w) = writer.as_mut() {
+            w.record(&Record::End {
+                partial: searched.interrupted,
+            })?;
+        }
+        Ok((baseline, baseline_error, searched))
     };
-    search::run(strategy, planned.len(), opts.budget, eval)?;
-    progress.finish(Phase::Benchmark);
+    let outcome = std::thread::scope(|scope| {
+        let threads = rayon::current_num_threads().max(1);
+        for _ in 0..threads {
+            scope.spawn(|| {
+                pipeline.work();
+                if let Ok(mut end) = compile_end.lock() {
+                    *end = (*end).max(Instant::now());
+                }
+            });
+        }
+        let r = bench(&pipeline);
+        // An interrupted or failed search leaves the rest uncompiled.
+        pipeline.cancel();
+        r
+    });
+    progress.finish(Phase::Compile);
+    let (baseline, baseline_error, searched) = outcome?;
+    let compile_s = compile_end
+        .lock()
+        .map_or(0.0, |e| e.duration_since(t_compile).as_secs_f64());
+    let compiled_now = pipeline.compiled_now();
     let checksums = catalog
         .for_op(op)
         .map(|f| (f.name().to_string(), f.checksum.clone()))
@@ -405,25 +652,18 @@ pub fn tune(
         baseline,
         baseline_error,
         results,
-        seed: bench.seed(),
-        tolerance: bench.tolerance(),
+        seed: opts.seed,
+        tolerance: crate::verify::tolerance(shape.k),
         compile_s,
         bench_s: t_bench.elapsed().as_secs_f64(),
         wall_s: start.elapsed().as_secs_f64(),
         checksums,
+        partial: searched.interrupted,
+        resumed,
+        worker_restarts: evaluator.restarts(),
+        journal: opts.journal.clone(),
+        compiled_now,
     })
-}
-
-fn evaluate(
-    bench: &mut Bench,
-    compiled: &Compiled,
-    launch: Launch,
-    best_ms: Option<f64>,
-) -> Result<Result<Measured, Failure>, RunError> {
-    match bench.load(compiled, launch) {
-        Ok(loaded) => bench.evaluate(&loaded, best_ms),
-        Err(f) => Ok(Err(f)),
-    }
 }
 
 /// The validation of one config on one shape.

@@ -5,11 +5,13 @@
 use autotune::compile::Cache;
 use autotune::db::Database;
 use autotune::device::Device;
+use autotune::runner::Stage;
 use autotune::search::Exhaustive;
 use autotune::shape::{Op, Shape};
 use autotune::template::Catalog;
 use autotune::timing::TimingSettings;
 use autotune::tune::{self, Silent, TuneOptions};
+use autotune::worker::WorkerSettings;
 use std::collections::BTreeSet;
 
 fn device() -> Option<Device> {
@@ -23,6 +25,14 @@ fn device() -> Option<Device> {
             None
         }
     }
+}
+
+/// The `autotune` executable that serves as the worker: `$AUTOTUNE_BIN` (scripts/gpu.sh points
+/// it at the carried binary), else the one cargo built with these tests.
+fn autotune_bin() -> std::path::PathBuf {
+    std::env::var_os("AUTOTUNE_BIN")
+        .map(Into::into)
+        .unwrap_or_else(|| env!("CARGO_BIN_EXE_autotune").into())
 }
 
 /// Validates every valid config of every family of `op` on each shape of `list`: all must
@@ -111,7 +121,7 @@ fn small_tune_writes_a_valid_entry() {
             Op::Gemm,
             shape,
             &opts,
-            &mut Exhaustive,
+            &mut Exhaustive::default(),
             &Silent,
         )
         .unwrap()
@@ -145,4 +155,111 @@ fn small_tune_writes_a_valid_entry() {
     .unwrap();
     let db = Database::load(&path).unwrap();
     assert_eq!(db.get(&r.gpu.name, Op::Gemm, shape), Some(&entry));
+}
+
+/// The fault suite (tests/data/faults): every broken config is recorded with its reason, a
+/// good config wins, and the run goes on after faults that kill the worker. Then a run cut
+/// short after 4 candidates resumes from its journal without running them again.
+#[test]
+fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
+    let Some(dev) = device() else { return };
+    let cat = Catalog::from_dir(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/faults"
+    )))
+    .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("faults.jsonl");
+    let shape = Shape {
+        m: 256,
+        n: 256,
+        k: 256,
+    };
+    let mut opts = TuneOptions {
+        timing: TimingSettings::quick(),
+        isolation: Some(WorkerSettings::new(autotune_bin())),
+        journal: Some(journal.clone()),
+        budget: Some(4),
+        ..TuneOptions::default()
+    };
+    let cache = Cache::new();
+    let run = |opts: &TuneOptions| {
+        tune::tune(
+            &dev,
+            &cat,
+            &cache,
+            Op::Gemm,
+            shape,
+            opts,
+            &mut Exhaustive::default(),
+            &Silent,
+        )
+        .unwrap()
+    };
+    let first = run(&opts);
+    assert_eq!(first.results.len(), 4);
+    opts.budget = None;
+    opts.resume = true;
+    let r = run(&opts);
+    assert_eq!(
+        r.resumed, 4,
+        "the 4 finished candidates come from the journal"
+    );
+    assert_eq!(r.results.len(), 9);
+    let fault = |c: &tune::CandidateResult| c.params["FAULT"];
+    for c in &r.results {
+        println!(
+            "FAULT={} {}: {:?}",
+            fault(c),
+            c.kernel,
+            c.outcome.as_ref().map(|m| m.stats.median_ms)
+        );
+    }
+    let reason = |f: i64| {
+        let c = r.results.iter().find(|c| fault(c) == f).unwrap();
+        let e = c.outcome.as_ref().expect_err(&c.kernel);
+        (e.stage, e.reason.clone())
+    };
+    let (stage, why) = reason(1);
+    assert!(
+        stage == Stage::Validate && why.contains("out of bounds"),
+        "{why}"
+    );
+    let (stage, why) = reason(2);
+    assert!(
+        stage == Stage::Crash && why.to_lowercase().contains("illegal"),
+        "{why}"
+    );
+    let (stage, why) = reason(3);
+    assert!(
+        stage == Stage::Timeout && why.contains("time limit"),
+        "{why}"
+    );
+    let (stage, _) = reason(4);
+    assert_eq!(stage, Stage::Validate);
+    let (stage, why) = reason(5);
+    assert!(stage == Stage::Compile && why.contains("error"), "{why}");
+    let (stage, why) = reason(6);
+    assert!(
+        matches!(stage, Stage::Load | Stage::Launch),
+        "{stage:?}: {why}"
+    );
+    let (stage, why) = reason(7);
+    assert!(stage == Stage::Validate && why.contains("NaN"), "{why}");
+    let winner = r
+        .to_entry("2026-01-01T00:00:00Z")
+        .expect("a good config wins");
+    assert_eq!(winner.params["FAULT"], 0);
+    assert_eq!(r.failures().count(), 7);
+    assert!(
+        r.worker_restarts >= 2,
+        "illegal address and hang each cost a worker"
+    );
+    println!(
+        "fault suite: {} candidates, {} failed, {} worker restarts, winner {}",
+        r.results.len(),
+        r.failures().count(),
+        r.worker_restarts,
+        winner.kernel
+    );
 }

@@ -1,5 +1,9 @@
 //! Argument parsing, progress bars and printing. Nothing depends on this module.
 
+mod compare;
+mod simulate;
+mod tuning;
+
 use anyhow::{bail, Context, Result};
 use autotune::compile::{self, Arch};
 use autotune::db::Database;
@@ -7,17 +11,11 @@ use autotune::device::Device;
 use autotune::export::{self, Format};
 use autotune::lookup;
 use autotune::report;
-use autotune::runner;
-use autotune::search::Exhaustive;
 use autotune::shape::{Op, Shape};
 use autotune::suite::Suite;
 use autotune::template::{Catalog, Source};
-use autotune::timing::TimingSettings;
-use autotune::tune::{self, Phase, Progress, TuneOptions};
 use clap::Parser;
-use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::path::PathBuf;
-use std::sync::Mutex;
 
 /// Finds the fastest CUDA SGEMM/SGEMV kernel configuration for a shape on this GPU and records
 /// it in a TOML tuning database.
@@ -71,12 +69,25 @@ struct Args {
     /// Tune only this family (repeatable); default: every family of the op.
     #[arg(long = "family")]
     families: Vec<String>,
-    /// Seed of the random validation and timing inputs.
+    /// Seed of the random validation and timing inputs, and of the search strategy's random
+    /// choices: the same seed repeats the same search.
     #[arg(long, default_value_t = 0x5EED, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
     seed: u64,
     /// Fewer timing samples: faster, noisier.
     #[arg(long)]
     quick: bool,
+    /// Search strategy: exhaustive, random, annealing, genetic, model-guided, or auto
+    /// (exhaustive when the valid space has at most 1000 candidates, else model-guided).
+    /// Compare them offline with `autotune simulate`.
+    #[arg(long, default_value = "auto")]
+    strategy: String,
+    /// Evaluate at most N candidates per shape (candidates resumed from a journal count).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    budget: Option<u64>,
+    /// Wall-clock limit per shape, e.g. 60s, 5m, 1h (a plain number is seconds): no candidate
+    /// starts after it, and the best found so far is recorded, marked partial.
+    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
+    time: Option<std::time::Duration>,
     /// Do not write the database.
     #[arg(long)]
     no_save: bool,
@@ -84,18 +95,82 @@ struct Args {
     /// ones built into the binary.
     #[arg(long)]
     spaces: Option<PathBuf>,
+    /// Continue an interrupted run from its journal: finished candidates are not run again.
+    #[arg(long)]
+    resume: bool,
+    /// Where run journals go (default: journal/ next to the database).
+    #[arg(long)]
+    journal_dir: Option<PathBuf>,
+    /// Run candidates in this process instead of worker processes: faster to start, but a
+    /// faulting kernel ends the whole run.
+    #[arg(long)]
+    in_process: bool,
+    /// Tune on several GPUs at once: `0,1` or `all`. A suite's shapes are spread over them
+    /// (balanced by work); each entry records the GPU that produced it.
+    #[arg(long, conflicts_with = "device")]
+    devices: Option<String>,
+    /// Tune only shard INDEX/COUNT of the suite (e.g. 0/4), writing the database with
+    /// `.shard-INDEX-of-COUNT` before its extension; inside a Slurm job array this is taken
+    /// from SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT. Join shards with `autotune merge`.
+    #[arg(long)]
+    shard: Option<String>,
+    /// Compile every kernel with NVRTC, bypassing the on-disk compile cache
+    /// ($AUTOTUNE_CACHE_DIR, else ~/.cache/autotune) shared with the runtime.
+    #[arg(long)]
+    no_cache: bool,
 }
 
 #[derive(Debug, clap::Subcommand)]
 enum Command {
+    /// Join databases tuned on different machines into one: of two entries for the same GPU,
+    /// op and shape the faster stays, with the other's time recorded.
+    Merge(compare::MergeArgs),
+    /// GPUs side by side per shape (winner, throughput, % of own peak, x cuBLAS) with
+    /// geometric-mean ratios, from the database alone.
+    Compare(compare::CompareArgs),
+    /// Write a Markdown report with SVG bar charts comparing GPUs, from the database alone.
+    Report(compare::ReportArgs),
+    /// Run every GPU's recorded winner for a suite on this GPU, as % of the best here; builds
+    /// the "tuned on X, run on Y" matrix across runs on several GPUs.
+    Cross(compare::CrossArgs),
     /// Print what a product would launch for a shape, and why, from the database alone.
     Best(BestArgs),
     /// Write the kernel and launch helper the database chooses for a shape as a self-contained
     /// CUDA header for nvcc-built products (no GPU needed).
     Export(ExportArgs),
+    /// Internal: serve a tuning parent over stdin/stdout (started by autotune itself).
+    #[command(name = "__worker", hide = true)]
+    Worker,
     /// Print a suite's table (winner, throughput, x cuBLAS, % of peak per shape) for one GPU
     /// from the database alone.
     Summary(SummaryArgs),
+    /// Replay recorded run journals offline (no GPU) to compare search strategies: how many
+    /// evaluations each needs to come within a few percent of the exhaustive optimum.
+    Simulate(simulate::SimulateArgs),
+}
+
+/// `60s`, `5m`, `1h`, `250ms`, `1.5m` or a plain number of seconds.
+fn parse_duration(text: &str) -> std::result::Result<std::time::Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let scale = match unit.trim() {
+        "" | "s" | "sec" => 1.0,
+        "ms" => 1e-3,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        _ => f64::NAN,
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v > 0.0 && scale.is_finite() && (v * scale) < 1e9 => {
+            Ok(std::time::Duration::from_secs_f64(v * scale))
+        }
+        _ => Err(format!(
+            "'{text}' is not a duration: give a positive number with s, m or h (e.g. 60s, 5m, 1h)"
+        )),
+    }
 }
 
 #[derive(Debug, clap::Args)]
@@ -114,14 +189,18 @@ struct SummaryArgs {
 /// `autotune summary`: a suite's results on one GPU, from the database.
 fn summary(a: &SummaryArgs) -> Result<()> {
     let suite = Suite::load(&a.suite)?;
-    let db = Database::load(&a.db)?;
+    let db = Database::load_existing(&a.db)?;
     let Some(gpu) = db.gpu(&a.gpu) else {
-        let known: Vec<_> = db.gpus.iter().map(|g| g.name.as_str()).collect();
+        let known: Vec<_> = db.gpus.iter().map(|g| format!("'{}'", g.name)).collect();
         bail!(
-            "no GPU named '{}' in {}; it has: {}",
+            "no GPU named '{}' in {}; {}",
             a.gpu,
             a.db.display(),
-            known.join(", ")
+            if known.is_empty() {
+                "it has no GPU yet: tune on that GPU first".to_string()
+            } else {
+                format!("pass --gpu with one it has: {}", known.join(", "))
+            }
         );
     };
     let mut entries = Vec::new();
@@ -142,12 +221,12 @@ fn summary(a: &SummaryArgs) -> Result<()> {
 /// What `best` and `export` look up: an op and shape on a GPU, in a database.
 #[derive(Debug, clap::Args)]
 struct Target {
-    /// Operation: gemm or gemv.
-    #[arg(long, default_value = "gemm")]
-    op: String,
-    /// Problem shape: MxNxK (gemm) or MxK (gemv).
+    /// Operation: gemm or gemv (default gemm; for export --format csv|json|t4, every op).
+    #[arg(long)]
+    op: Option<String>,
+    /// Problem shape: MxNxK (gemm) or MxK (gemv); a filter for export --format csv|json|t4.
     #[arg(long, short)]
-    shape: String,
+    shape: Option<String>,
     /// GPU name as recorded in the database (default: the name of --device, which needs a GPU).
     #[arg(long)]
     gpu: Option<String>,
@@ -165,9 +244,14 @@ struct Target {
 impl Target {
     /// Parses the op and shape, loads the database and resolves the GPU and its arch.
     fn resolve(&self) -> Result<(Op, Shape, Database, String, Option<String>)> {
-        let op: Op = self.op.parse()?;
-        let shape = Shape::parse(op, &self.shape)?;
-        let db = Database::load(&self.db)?;
+        let op: Op = self.op.as_deref().unwrap_or("gemm").parse()?;
+        let Some(shape) = &self.shape else {
+            bail!(
+                "--shape is required: MxNxK for gemm, MxK for gemv (e.g. --shape 2048x2048x2048)"
+            );
+        };
+        let shape = Shape::parse(op, shape)?;
+        let db = Database::load_existing(&self.db)?;
         let (gpu, arch) = gpu_and_arch(&self.gpu, &self.arch, self.device, &db)?;
         Ok((op, shape, db, gpu, arch))
     }
@@ -184,8 +268,9 @@ struct BestArgs {
 
 #[derive(Debug, clap::Args)]
 struct ExportArgs {
-    /// Output format; accepted: cuda-header (a self-contained .cuh: the validated kernel and a
-    /// host launch helper for exactly this shape).
+    /// Output format: cuda-header (a self-contained .cuh: the validated kernel and a host launch
+    /// helper for exactly --shape), or every entry of the database (filtered by --gpu, --op,
+    /// --shape) as csv, json, or t4 (the autotuning results format of Kernel Tuner and KTT).
     #[arg(long)]
     format: String,
     #[command(flatten)]
@@ -231,6 +316,12 @@ fn gpu_and_arch(
 /// `autotune export`: the database's choice for one shape as a file a product compiles.
 fn export(a: &ExportArgs) -> Result<()> {
     let format: Format = a.format.parse()?;
+    if format.is_database_wide() {
+        if a.check_compile {
+            bail!("--check-compile applies to --format cuda-header only");
+        }
+        return compare::export_entries(format, &a.target, a.output.as_deref());
+    }
     let (op, shape, db, gpu, arch) = a.target.resolve()?;
     let Some(arch) = arch else {
         bail!("the arch of GPU '{gpu}' is unknown (it is not in {}): pass --arch sm_XY, e.g. sm_90 for an H100/H200", a.target.db.display());
@@ -246,6 +337,7 @@ fn export(a: &ExportArgs) -> Result<()> {
     let family = catalog.get(&choice.family)?;
     let text = match format {
         Format::CudaHeader => export::cuda_header(&choice, family, op, shape, &limits, &gpu)?,
+        other => bail!("--format {other} exports the database, not one shape"),
     };
     if a.check_compile {
         let mut code = match &a.check_with {
@@ -312,7 +404,18 @@ fn best(a: &BestArgs) -> Result<()> {
         .and_then(|x| autotune::space::Limits::for_arch(x.number() as i64))
         .or_else(|| autotune::space::Limits::for_arch(90));
     if let Some(limits) = limits {
-        let l = family.space.launch(&config, shape, &limits)?;
+        let l = family
+            .space
+            .launch(&config, shape, &limits)
+            .with_context(|| {
+                format!(
+                    "the config chosen for {op} {} ({} {}) cannot be launched: re-tune that shape or fix its entry in {}",
+                    shape.label(op),
+                    choice.family,
+                    autotune::space::params_label(&choice.params),
+                    a.target.db.display()
+                )
+            })?;
         println!(
             "launch {}: grid {:?}, block {:?}, dynamic shared memory {} B{}",
             family.kernel_name(&config),
@@ -337,65 +440,6 @@ fn best(a: &BestArgs) -> Result<()> {
     Ok(())
 }
 
-/// indicatif bars for the compile and benchmark phases.
-struct Bars {
-    multi: MultiProgress,
-    bars: Mutex<Vec<(Phase, ProgressBar)>>,
-}
-
-impl Bars {
-    fn new() -> Bars {
-        Bars {
-            multi: MultiProgress::new(),
-            bars: Mutex::new(Vec::new()),
-        }
-    }
-    fn with(&self, phase: Phase, f: impl FnOnce(&ProgressBar)) {
-        if let Ok(bars) = self.bars.lock() {
-            if let Some((_, b)) = bars.iter().find(|(p, _)| *p == phase) {
-                f(b);
-            }
-        }
-    }
-}
-
-impl Progress for Bars {
-    fn start(&self, phase: Phase, total: u64) {
-        let name = match phase {
-            Phase::Compile => "compile",
-            Phase::Benchmark => "benchmark",
-        };
-        let bar = self.multi.add(ProgressBar::new(total));
-        let style = ProgressStyle::with_template(
-            "{prefix:>9} [{bar:30}] {pos}/{len} {per_sec} {elapsed_precise} {wide_msg}",
-        )
-        .map(|s| s.progress_chars("=> "))
-        .unwrap_or_else(|_| ProgressStyle::default_bar());
-        bar.set_style(style);
-        bar.set_prefix(name);
-        if let Ok(mut bars) = self.bars.lock() {
-            bars.push((phase, bar));
-        }
-    }
-    fn step(&self, phase: Phase, message: &str) {
-        self.with(phase, |b| {
-            b.set_message(message.to_string());
-            b.inc(1);
-        });
-    }
-    fn finish(&self, phase: Phase) {
-        self.with(phase, |b| b.finish_with_message("done"));
-    }
-}
-
-fn catalog(args: &Args) -> Result<Catalog> {
-    Ok(match &args.spaces {
-        Some(dir) => Catalog::from_dir(dir)
-            .with_context(|| format!("loading kernel families from {}", dir.display()))?,
-        None => Catalog::builtin().context("loading the built-in kernel families")?,
-    })
-}
-
 /// Runs the command line.
 pub fn main() -> Result<()> {
     let args = Args::parse();
@@ -403,158 +447,13 @@ pub fn main() -> Result<()> {
         Some(Command::Best(b)) => return best(b),
         Some(Command::Export(e)) => return export(e),
         Some(Command::Summary(a)) => return summary(a),
+        Some(Command::Merge(a)) => return compare::merge(a),
+        Some(Command::Compare(a)) => return compare::compare(a),
+        Some(Command::Report(a)) => return compare::report(a),
+        Some(Command::Cross(a)) => return compare::cross(a),
+        Some(Command::Simulate(a)) => return simulate::run(a),
+        Some(Command::Worker) => tuning::worker(),
         None => {}
     }
-    let (op, shapes) = match (&args.suite, &args.shape) {
-        (Some(path), _) => {
-            let suite = Suite::load(path)?;
-            if let Some(op) = &args.op {
-                let op: Op = op.parse()?;
-                if op != suite.op {
-                    bail!(
-                        "--op {op} contradicts suite {} (op {})",
-                        path.display(),
-                        suite.op
-                    );
-                }
-            }
-            (suite.op, suite.shapes)
-        }
-        (None, Some(shape)) => {
-            let op: Op = args.op.as_deref().unwrap_or("gemm").parse()?;
-            (op, vec![Shape::parse(op, shape)?])
-        }
-        (None, None) => bail!("give --shape MxNxK (or MxK for gemv) or --suite FILE"),
-    };
-    let catalog = catalog(&args)?;
-    let bars = Bars::new();
-
-    if args.dry_run {
-        let Some(arch) = &args.arch else {
-            bail!("--dry-run needs --arch sm_XY (e.g. sm_90 for an H100/H200, sm_61 for a GTX 1080 Ti)");
-        };
-        let arch: Arch = arch.parse()?;
-        let mut failed = 0;
-        for &shape in &shapes {
-            let r = tune::dry_run(&catalog, op, shape, arch, &args.families, &bars)?;
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
-            } else {
-                print!("{}", report::dry_run_table(&r));
-            }
-            failed += r.families.iter().map(|f| f.failed.len()).sum::<usize>();
-        }
-        if failed > 0 {
-            bail!("{failed} config(s) failed to compile for {arch}");
-        }
-        return Ok(());
-    }
-    if args.arch.is_some() {
-        bail!(
-            "--arch only applies with --dry-run: a real run always compiles for the GPU's own arch"
-        );
-    }
-
-    // Load the database first: a corrupt file stops the run before any GPU time is spent.
-    let db = if args.no_save {
-        Database::new()
-    } else {
-        Database::load(&args.db)?
-    };
-
-    let dev = Device::open(args.device)?;
-    let bandwidth = match db.gpu(&dev.info.name).and_then(|g| g.copy_bandwidth_gbs) {
-        Some(b) => b,
-        None => {
-            let b = runner::copy_bandwidth_gbs(&dev)?;
-            eprintln!("measured device-to-device copy bandwidth: {b:.0} GB/s");
-            b
-        }
-    };
-    drop(db);
-    let opts = TuneOptions {
-        seed: args.seed,
-        timing: if args.quick {
-            TimingSettings::quick()
-        } else {
-            TimingSettings::default()
-        },
-        families: args.families.clone(),
-        budget: None,
-    };
-    let cache = compile::Cache::new();
-    let mut winners = Vec::new();
-    let mut gpu = None;
-    let mut lost = Vec::new();
-    for (i, &shape) in shapes.iter().enumerate() {
-        eprintln!(
-            "[{}/{}] tuning {op} {} on {} ({}), device {}",
-            i + 1,
-            shapes.len(),
-            shape.label(op),
-            dev.info.name,
-            dev.info.arch,
-            args.device
-        );
-        let mut r = tune::tune(
-            &dev,
-            &catalog,
-            &cache,
-            op,
-            shape,
-            &opts,
-            &mut Exhaustive,
-            &bars,
-        )?;
-        r.gpu.copy_bandwidth_gbs = Some(bandwidth);
-        for f in &r.families {
-            eprintln!(
-                "space {}: {} configs, {} valid after pruning",
-                f.family, f.total, f.valid
-            );
-        }
-        if args.json {
-            println!("{}", serde_json::to_string_pretty(&r)?);
-        } else {
-            print!("{}", report::tune_table(&r, args.top));
-        }
-        let Some(entry) = r.to_entry(&tune::utc_now_rfc3339()) else {
-            eprintln!(
-                "no candidate validated for {op} {}: every one of {} failed (reasons above); nothing recorded",
-                shape.label(op),
-                r.results.len()
-            );
-            lost.push(shape.label(op));
-            continue;
-        };
-        // Each shape is saved as soon as it is tuned: an interrupted suite keeps what it did.
-        if !args.no_save {
-            let (g, e) = (r.gpu.clone(), entry.clone());
-            Database::update_file(&args.db, |db| {
-                db.upsert_gpu(g);
-                db.upsert(e);
-                Ok(())
-            })?;
-            eprintln!("wrote {} ({} {})", args.db.display(), op, shape.label(op));
-        }
-        gpu = Some(r.gpu.clone());
-        winners.push(entry);
-    }
-    if let (Some(gpu), true) = (&gpu, args.suite.is_some()) {
-        let refs: Vec<_> = winners.iter().collect();
-        let md = report::suite_markdown(op, gpu, &refs);
-        println!("\n{md}");
-        if let Some(path) = &args.summary {
-            std::fs::write(path, &md)
-                .with_context(|| format!("writing the summary to {}", path.display()))?;
-        }
-    }
-    if !lost.is_empty() {
-        bail!(
-            "no valid config for {} shape(s): {}",
-            lost.len(),
-            lost.join(", ")
-        );
-    }
-    Ok(())
+    tuning::run(&args)
 }

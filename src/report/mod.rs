@@ -1,4 +1,14 @@
-//! Text tables of tuning results and dry runs. Pure: formats what other modules measured.
+//! Tables, exports, charts and GPU comparisons. Pure: formats what other modules measured, and
+//! never opens a GPU.
+//!
+//! - this file: text tables of a tuning run, a dry run and a suite;
+//! - [`compare`]: one op's shapes side by side on several GPUs, with geometric-mean summaries;
+//! - [`chart`]: SVG bar charts of a comparison, and the Markdown report that shows them;
+//! - [`formats`]: every database entry as CSV, JSON or the T4 autotuning results format.
+
+pub mod chart;
+pub mod compare;
+pub mod formats;
 
 use crate::shape::Op;
 use crate::space::params_label;
@@ -55,7 +65,22 @@ impl Table {
     }
 }
 
-fn unit(op: Op) -> &'static str {
+/// The geometric mean of `values`; `None` when there are none or one is not positive (a
+/// ratio of zero or a negative time means a broken measurement, not a slow one).
+pub fn geomean(values: impl IntoIterator<Item = f64>) -> Option<f64> {
+    let (mut sum, mut n) = (0.0, 0usize);
+    for v in values {
+        if !(v > 0.0 && v.is_finite()) {
+            return None;
+        }
+        sum += v.ln();
+        n += 1;
+    }
+    (n > 0).then(|| (sum / n as f64).exp())
+}
+
+/// The unit results of `op` are compared in: GFLOP/s for gemm, GB/s for gemv.
+pub fn unit(op: Op) -> &'static str {
     match op {
         Op::Gemm => "GFLOP/s",
         Op::Gemv => "GB/s",
@@ -238,6 +263,15 @@ pub fn suite_markdown(op: Op, gpu: &crate::db::GpuRecord, entries: &[&crate::db:
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn geomean_of_ratios() {
+        assert_eq!(geomean([]), None);
+        assert!((geomean([2.0, 8.0]).unwrap() - 4.0).abs() < 1e-12);
+        assert!((geomean([0.5, 2.0]).unwrap() - 1.0).abs() < 1e-12);
+        assert_eq!(geomean([1.0, 0.0]), None);
+        assert_eq!(geomean([1.0, f64::NAN]), None);
+    }
 
     #[test]
     fn table_aligns_columns() {

@@ -1,0 +1,529 @@
+//! The tuning run: `autotune --shape ...` / `--suite ...`, and the hidden worker subcommand.
+
+use super::Args;
+use anyhow::{bail, Context, Result};
+use autotune::compile::{self, Arch, DiskCache};
+use autotune::db::{Database, Entry, GpuRecord};
+use autotune::device::Device;
+use autotune::journal;
+use autotune::report;
+use autotune::runner;
+use autotune::search;
+use autotune::shape::{Op, Shape};
+use autotune::shard::{self, Shard};
+use autotune::suite::Suite;
+use autotune::template::Catalog;
+use autotune::timing::TimingSettings;
+use autotune::tune::{self, Phase, Progress, TuneOptions};
+use autotune::worker::{self, WorkerSettings};
+use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+/// Ctrl-C once: finish the current candidate, record the best so far (partial) and stop.
+/// Twice: leave at once (the journal keeps what finished).
+fn interrupt_flag() -> Result<Arc<AtomicBool>> {
+    let flag = Arc::new(AtomicBool::new(false));
+    let f = Arc::clone(&flag);
+    ctrlc::set_handler(move || {
+        if f.swap(true, Ordering::SeqCst) {
+            eprintln!("\ninterrupted again: leaving now; --resume continues from the journal");
+            std::process::exit(130);
+        }
+        eprintln!("\ninterrupt: stopping after the current candidate (Ctrl-C again to leave now)");
+    })
+    .context("installing the Ctrl-C handler")?;
+    Ok(flag)
+}
+
+/// `autotune __worker`: serves one parent over stdin/stdout (see `autotune::worker`).
+pub(super) fn worker() -> ! {
+    // Ctrl-C reaches the whole process group; the parent decides what stops.
+    let _ = ctrlc::set_handler(|| {});
+    let code = worker::serve(std::io::stdin().lock(), std::io::stdout().lock());
+    // The CUDA context may be broken: leave without running its destructors.
+    std::process::exit(code)
+}
+
+/// Tunes the shapes of `--shape` or `--suite` (or compiles them, with `--dry-run`).
+pub(super) fn run(args: &Args) -> Result<()> {
+    let (op, shapes) = match (&args.suite, &args.shape) {
+        (Some(path), _) => {
+            let suite = Suite::load(path)?;
+            if let Some(op) = &args.op {
+                let op: Op = op.parse()?;
+                if op != suite.op {
+                    bail!(
+                        "--op {op} contradicts suite {} (op {})",
+                        path.display(),
+                        suite.op
+                    );
+                }
+            }
+            (suite.op, suite.shapes)
+        }
+        (None, Some(shape)) => {
+            let op: Op = args.op.as_deref().unwrap_or("gemm").parse()?;
+            (op, vec![Shape::parse(op, shape)?])
+        }
+        (None, None) => bail!("give --shape MxNxK (or MxK for gemv) or --suite FILE"),
+    };
+    let catalog = catalog(args)?;
+    let bars = Bars::new();
+
+    if args.dry_run {
+        let Some(arch) = &args.arch else {
+            bail!("--dry-run needs --arch sm_XY (e.g. sm_90 for an H100/H200, sm_61 for a GTX 1080 Ti)");
+        };
+        let arch: Arch = arch.parse()?;
+        let mut failed = 0;
+        for &shape in &shapes {
+            let r = tune::dry_run(&catalog, op, shape, arch, &args.families, &bars)?;
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print!("{}", report::dry_run_table(&r));
+            }
+            failed += r.families.iter().map(|f| f.failed.len()).sum::<usize>();
+        }
+        if failed > 0 {
+            bail!("{failed} config(s) failed to compile for {arch}");
+        }
+        return Ok(());
+    }
+    if args.arch.is_some() {
+        bail!(
+            "--arch only applies with --dry-run: a real run always compiles for the GPU's own arch"
+        );
+    }
+    // An unknown strategy fails before any GPU work.
+    search::by_name(&args.strategy, args.seed)?;
+
+    // One shard of a suite (Slurm job arrays, several machines) writes its own database.
+    let shard = match &args.shard {
+        Some(text) => Some(Shard::parse(text)?),
+        None => Shard::from_slurm(|k| std::env::var(k).ok())?,
+    };
+    let (shapes, db_path) = match shard {
+        Some(sh) => {
+            let mine = shard::select(op, &shapes, sh);
+            eprintln!(
+                "shard {sh}: {} of the {} shape(s): {}",
+                mine.len(),
+                shapes.len(),
+                mine.iter()
+                    .map(|s| s.label(op))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            );
+            (mine, shard_db_path(&args.db, sh))
+        }
+        None => (shapes, args.db.clone()),
+    };
+    if shapes.is_empty() {
+        eprintln!("nothing to tune in this shard");
+        return Ok(());
+    }
+
+    // Check the database first: a corrupt or unwritable file stops the run before any GPU
+    // time is spent.
+    if !args.no_save {
+        Database::load(&db_path)?;
+        Database::check_writable(&db_path)?;
+    }
+    let devices = parse_devices(args)?;
+    let stop = interrupt_flag()?;
+    let isolation = if args.in_process {
+        None
+    } else {
+        let exe = std::env::current_exe()
+            .context("finding this executable to start benchmark workers (or pass --in-process)")?;
+        Some(WorkerSettings::new(exe))
+    };
+    // Journals live next to the database unless told otherwise; --no-save keeps none.
+    let journal_dir = match (&args.journal_dir, args.no_save) {
+        (Some(d), _) => Some(d.clone()),
+        (None, true) => None,
+        (None, false) => Some(
+            db_path
+                .parent()
+                .map_or_else(|| PathBuf::from("journal"), |p| p.join("journal")),
+        ),
+    };
+    if args.resume && journal_dir.is_none() {
+        bail!("--resume needs a journal: drop --no-save or give --journal-dir");
+    }
+    let opts = TuneOptions {
+        seed: args.seed,
+        timing: if args.quick {
+            TimingSettings::quick()
+        } else {
+            TimingSettings::default()
+        },
+        families: args.families.clone(),
+        budget: args.budget.map(|b| b as usize),
+        isolation,
+        journal: None,
+        resume: args.resume,
+        stop: Some(stop.clone()),
+        // Set per shape (--time is a limit for each).
+        deadline: None,
+        disk_cache: if args.no_cache {
+            None
+        } else {
+            DiskCache::user_default()
+        },
+    };
+    let ctx = RunCtx {
+        args,
+        op,
+        catalog: &catalog,
+        cache: compile::Cache::new(),
+        bars: &bars,
+        opts,
+        journal_dir,
+        db_path,
+        stop,
+    };
+    // The suite's shapes are spread over the GPUs (balanced by work); every GPU shares the
+    // compile caches.
+    let outcomes: Vec<Result<DeviceOutcome>> = if devices.len() == 1 {
+        vec![ctx.tune_on(devices[0], &shapes)]
+    } else {
+        let parts = shard::balance(op, &shapes, devices.len());
+        std::thread::scope(|scope| {
+            let handles: Vec<_> = devices
+                .iter()
+                .zip(&parts)
+                .filter(|(_, part)| !part.is_empty())
+                .map(|(&d, part)| {
+                    let ctx = &ctx;
+                    scope.spawn(move || ctx.tune_on(d, part))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| {
+                    h.join()
+                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a device thread panicked")))
+                })
+                .collect()
+        })
+    };
+    let mut lost = Vec::new();
+    let mut errors = Vec::new();
+    let mut by_gpu: Vec<(GpuRecord, Vec<Entry>)> = Vec::new();
+    for o in outcomes {
+        match o {
+            Ok(o) => {
+                lost.extend(o.lost);
+                if let Some(gpu) = o.gpu {
+                    match by_gpu.iter_mut().find(|(g, _)| g.name == gpu.name) {
+                        Some((_, w)) => w.extend(o.winners),
+                        None => by_gpu.push((gpu, o.winners)),
+                    }
+                }
+            }
+            Err(e) => errors.push(format!("{e:#}")),
+        }
+    }
+    if args.suite.is_some() {
+        let mut all_md = String::new();
+        for (gpu, winners) in &mut by_gpu {
+            // Suite order, whichever GPU finished first.
+            winners.sort_by_key(|e| shapes.iter().position(|s| *s == e.shape()));
+            let refs: Vec<_> = winners.iter().collect();
+            let md = report::suite_markdown(op, gpu, &refs);
+            println!("\n{md}");
+            all_md.push_str(&md);
+        }
+        if let (Some(path), false) = (&args.summary, all_md.is_empty()) {
+            std::fs::write(path, &all_md)
+                .with_context(|| format!("writing the summary to {}", path.display()))?;
+        }
+    }
+    match errors.len() {
+        0 => {}
+        1 => bail!("{}", errors[0]),
+        _ => bail!(
+            "{} devices failed:\n  {}",
+            errors.len(),
+            errors.join("\n  ")
+        ),
+    }
+    if !lost.is_empty() {
+        bail!(
+            "no valid config for {} shape(s): {}",
+            lost.len(),
+            lost.join(", ")
+        );
+    }
+    Ok(())
+}
+
+/// `tuning.toml` -> `tuning.shard-2-of-8.toml`: each shard writes its own database, joined
+/// afterwards with `autotune merge`.
+fn shard_db_path(db: &std::path::Path, sh: Shard) -> PathBuf {
+    let stem = db
+        .file_stem()
+        .map_or_else(|| "tuning".into(), |s| s.to_string_lossy().into_owned());
+    let ext = db
+        .extension()
+        .map_or_else(|| "toml".into(), |s| s.to_string_lossy().into_owned());
+    db.with_file_name(format!("{stem}.shard-{}-of-{}.{ext}", sh.index, sh.count))
+}
+
+/// The GPUs to use: `--devices 0,1` / `--devices all`, else `--device N`.
+fn parse_devices(args: &Args) -> Result<Vec<usize>> {
+    let Some(list) = &args.devices else {
+        return Ok(vec![args.device]);
+    };
+    if list.trim() == "all" {
+        let n = autotune::device::device_count()?;
+        if n <= 0 {
+            bail!("--devices all: the driver reports no CUDA device");
+        }
+        return Ok((0..n as usize).collect());
+    }
+    let mut out = Vec::new();
+    for part in list.split(',') {
+        let d: usize = part.trim().parse().with_context(|| {
+            format!("--devices '{list}': '{part}' is not a device number (e.g. --devices 0,1 or --devices all)")
+        })?;
+        if out.contains(&d) {
+            bail!("--devices '{list}' names device {d} twice");
+        }
+        out.push(d);
+    }
+    if out.is_empty() {
+        bail!("--devices is empty: give 0,1 or all");
+    }
+    Ok(out)
+}
+
+/// What the tuning of one device's shapes produced.
+struct DeviceOutcome {
+    gpu: Option<GpuRecord>,
+    winners: Vec<Entry>,
+    lost: Vec<String>,
+}
+
+/// Everything the per-device tuning threads share.
+struct RunCtx<'a> {
+    args: &'a Args,
+    op: Op,
+    catalog: &'a Catalog,
+    cache: compile::Cache,
+    bars: &'a Bars,
+    opts: TuneOptions,
+    journal_dir: Option<PathBuf>,
+    db_path: PathBuf,
+    stop: Arc<AtomicBool>,
+}
+
+impl RunCtx<'_> {
+    /// Tunes `shapes` one after another on device `ordinal`, saving each as soon as it is done.
+    fn tune_on(&self, ordinal: usize, shapes: &[Shape]) -> Result<DeviceOutcome> {
+        let (args, op) = (self.args, self.op);
+        let dev = Device::open(ordinal)?;
+        let known = if args.no_save {
+            None
+        } else {
+            Database::load(&self.db_path)?
+                .gpu(&dev.info.name)
+                .and_then(|g| g.copy_bandwidth_gbs)
+        };
+        let bandwidth = match known {
+            Some(b) => b,
+            None => {
+                let b = runner::copy_bandwidth_gbs(&dev)?;
+                eprintln!(
+                    "device {ordinal}: measured device-to-device copy bandwidth: {b:.0} GB/s"
+                );
+                b
+            }
+        };
+        let mut opts = self.opts.clone();
+        let mut out = DeviceOutcome {
+            gpu: None,
+            winners: Vec::new(),
+            lost: Vec::new(),
+        };
+        for (i, &shape) in shapes.iter().enumerate() {
+            eprintln!(
+                "[{}/{}] tuning {op} {} on {} ({}), device {ordinal}",
+                i + 1,
+                shapes.len(),
+                shape.label(op),
+                dev.info.name,
+                dev.info.arch,
+            );
+            opts.journal = self
+                .journal_dir
+                .as_ref()
+                .map(|d| journal::path_for(d, &dev.info.name, op, shape));
+            opts.deadline = args.time.map(|t| std::time::Instant::now() + t);
+            let mut strategy = search::by_name(&args.strategy, args.seed)?;
+            let mut r = tune::tune(
+                &dev,
+                self.catalog,
+                &self.cache,
+                op,
+                shape,
+                &opts,
+                strategy.as_mut(),
+                self.bars,
+            )?;
+            let ran = r.results.len() - r.resumed;
+            eprintln!(
+                "compile: {} kernel(s) by NVRTC, {:.1} s; benchmark: {} candidate(s) in {:.1} s ({:.1}/s), overlapping",
+                r.compiled_now,
+                r.compile_s,
+                ran,
+                r.bench_s,
+                ran as f64 / r.bench_s.max(1e-9)
+            );
+            if r.resumed > 0 {
+                eprintln!(
+                    "resumed: {} candidate(s) taken from the journal, {ran} run now",
+                    r.resumed
+                );
+            }
+            if r.worker_restarts > 0 {
+                eprintln!(
+                    "{} candidate(s) killed their worker process (fault, hang or crash); each was recorded as failed and a new worker started",
+                    r.worker_restarts
+                );
+            }
+            r.gpu.copy_bandwidth_gbs = Some(bandwidth);
+            for f in &r.families {
+                eprintln!(
+                    "space {}: {} configs, {} valid after pruning",
+                    f.family, f.total, f.valid
+                );
+            }
+            let valid: usize = r.families.iter().map(|f| f.valid).sum();
+            eprintln!(
+                "search: {}, {} of {valid} valid candidate(s) evaluated{}",
+                r.strategy,
+                r.results.len(),
+                if r.partial { " (partial)" } else { "" }
+            );
+            if args.json {
+                println!("{}", serde_json::to_string_pretty(&r)?);
+            } else {
+                print!("{}", report::tune_table(&r, args.top));
+            }
+            let Some(entry) = r.to_entry(&tune::utc_now_rfc3339()) else {
+                eprintln!(
+                    "no candidate validated for {op} {}: every one of {} failed (reasons above); nothing recorded",
+                    shape.label(op),
+                    r.results.len()
+                );
+                out.lost.push(shape.label(op));
+                continue;
+            };
+            // Each shape is saved as soon as it is tuned: an interrupted suite keeps what it
+            // did. The file lock lets the other devices' threads and processes write too.
+            if !args.no_save {
+                let (g, e) = (r.gpu.clone(), entry.clone());
+                Database::update_file(&self.db_path, |db| {
+                    db.upsert_gpu(g);
+                    db.upsert(e);
+                    Ok(())
+                })?;
+                eprintln!(
+                    "wrote {} ({} {})",
+                    self.db_path.display(),
+                    op,
+                    shape.label(op)
+                );
+            }
+            out.gpu = Some(r.gpu.clone());
+            out.winners.push(entry);
+            if r.partial && !self.stop.load(Ordering::SeqCst) {
+                // The --time limit, not an interrupt: go on with the next shape.
+                eprintln!(
+                    "time limit reached for {op} {} after {} candidate(s) ({}): the best so far was recorded, marked partial; --resume with a longer --time continues it",
+                    shape.label(op),
+                    r.results.len(),
+                    r.strategy
+                );
+            } else if r.partial {
+                let journal = r
+                    .journal
+                    .as_ref()
+                    .map_or(String::new(), |j| format!(" (journal {})", j.display()));
+                bail!(
+                    "interrupted: the best so far for {op} {} was recorded, marked partial; run the same command with --resume to finish it{journal}",
+                    shape.label(op)
+                );
+            }
+            if self.stop.load(Ordering::SeqCst) {
+                bail!("interrupted between shapes: the shapes tuned so far were recorded");
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// indicatif bars for the compile and benchmark phases.
+struct Bars {
+    multi: MultiProgress,
+    bars: Mutex<Vec<(Phase, ProgressBar)>>,
+}
+
+impl Bars {
+    fn new() -> Bars {
+        Bars {
+            multi: MultiProgress::new(),
+            bars: Mutex::new(Vec::new()),
+        }
+    }
+    fn with(&self, phase: Phase, f: impl FnOnce(&ProgressBar)) {
+        if let Ok(bars) = self.bars.lock() {
+            // The newest bar of the phase: each shape of a suite adds its own.
+            if let Some((_, b)) = bars.iter().rev().find(|(p, _)| *p == phase) {
+                f(b);
+            }
+        }
+    }
+}
+
+impl Progress for Bars {
+    fn start(&self, phase: Phase, total: u64) {
+        let name = match phase {
+            Phase::Compile => "compile",
+            Phase::Benchmark => "benchmark",
+        };
+        let bar = self.multi.add(ProgressBar::new(total));
+        let style = ProgressStyle::with_template(
+            "{prefix:>9} [{bar:30}] {pos}/{len} {per_sec} {elapsed_precise} {wide_msg}",
+        )
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.set_prefix(name);
+        if let Ok(mut bars) = self.bars.lock() {
+            bars.push((phase, bar));
+        }
+    }
+    fn step(&self, phase: Phase, message: &str) {
+        self.with(phase, |b| {
+            b.set_message(message.to_string());
+            b.inc(1);
+        });
+    }
+    fn finish(&self, phase: Phase) {
+        self.with(phase, |b| b.finish_with_message("done"));
+    }
+}
+
+fn catalog(args: &Args) -> Result<Catalog> {
+    Ok(match &args.spaces {
+        Some(dir) => Catalog::from_dir(dir)
+            .with_context(|| format!("loading kernel families from {}", dir.display()))?,
+        None => Catalog::builtin().context("loading the built-in kernel families")?,
+    })
+}

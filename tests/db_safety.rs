@@ -1,0 +1,367 @@
+//! The tuning database under concurrent writers and under `kill -9`, with real processes.
+//!
+//! The child processes are this test binary run again (`std::env::current_exe()`) with
+//! `--exact child_process` and [`ROLE`] set: [`child_process`] does nothing when run as a test.
+//! Needs no GPU.
+
+use autotune::db::Database;
+use autotune::shape::{Op, Shape};
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+/// Selects what [`child_process`] does: `writer` or `rewriter`.
+const ROLE: &str = "AUTOTUNE_DB_SAFETY_ROLE";
+/// The database the child writes.
+const DB: &str = "AUTOTUNE_DB_SAFETY_DB";
+/// `writer`: the GPU name its entries are for.
+const GPU: &str = "AUTOTUNE_DB_SAFETY_GPU";
+/// `writer`: how many entries it adds.
+const COUNT: &str = "AUTOTUNE_DB_SAFETY_COUNT";
+/// `writer`: a file whose appearance starts the writers together.
+const GO: &str = "AUTOTUNE_DB_SAFETY_GO";
+/// What the `rewriter` prints after its first save (the harness's own output shares the line).
+const READY: &str = "AUTOTUNE_DB_SAFETY_READY";
+
+/// One `[[entry]]` table for `gpu`, gemm `m`x64x64, as TOML text (built from text rather than
+/// a struct literal so the test keeps compiling when `Entry` gains optional fields).
+fn entry_toml(gpu: &str, m: u64, median_ms: f64) -> String {
+    format!(
+        r#"
+[[entry]]
+gpu = "{gpu}"
+op = "gemm"
+shape = "{m}x64x64"
+m = {m}
+n = 64
+k = 64
+family = "gemm_tile2d"
+kernel = "gemm_tile2d_BK8_BM64_BN64_PREFETCH0_TM4_TN4"
+params = {{ BK = 8, BM = 64, BN = 64, PREFETCH = 0, TM = 4, TN = 4 }}
+median_ms = {median_ms:?}
+min_ms = {median_ms:?}
+spread_pct = 1.5
+samples = 50
+gflops = 1234.5
+gbs = 321.5
+cublas_median_ms = 0.5
+vs_cublas = 0.9
+pct_of_peak = 12.5
+max_rel_error = 1.5e-7
+tolerance = 4.5e-5
+tried = 100
+failed = 2
+seed = 24301
+date = "2026-01-01T00:00:00Z"
+tool_version = "0.1.0"
+checksum = "{}"
+"#,
+        "ab".repeat(32)
+    )
+}
+
+/// A database of `entries` gemm entries for `gpu`, shapes 1x64x64 to `entries`x64x64.
+fn database(gpu: &str, entries: u64, median_ms: f64) -> Database {
+    let one = format!("schema_version = 1\n{}", entry_toml(gpu, 1, median_ms));
+    let mut db = Database::from_toml_str(&one, "generated").expect("the entry parses");
+    let first = db.entries[0].clone();
+    for m in 2..=entries {
+        let mut e = first.clone();
+        e.m = m;
+        e.shape = format!("{m}x64x64");
+        db.entries.push(e);
+    }
+    db
+}
+
+/// The two versions the `rewriter` alternates between: they differ in values and in length.
+fn versions() -> (Database, Database) {
+    (
+        database("NVIDIA H100 80GB HBM3", 250, 0.25),
+        database("NVIDIA H100 80GB HBM3", 280, 0.5),
+    )
+}
+
+/// Not a test on its own: the body of the child processes the tests below start. Run by the
+/// test harness (without [`ROLE`]) it returns at once.
+#[test]
+fn child_process() {
+    let Ok(role) = std::env::var(ROLE) else {
+        return;
+    };
+    let path = PathBuf::from(std::env::var(DB).expect("the parent sets the database path"));
+    match role.as_str() {
+        // Adds COUNT entries for GPU, one read-modify-write each.
+        "writer" => {
+            let gpu = std::env::var(GPU).expect("the parent sets the GPU");
+            let count: u64 = std::env::var(COUNT)
+                .expect("the parent sets the count")
+                .parse()
+                .expect("the count is a number");
+            let go = PathBuf::from(std::env::var(GO).expect("the parent sets the start file"));
+            let deadline = Instant::now() + Duration::from_secs(60);
+            while !go.exists() {
+                assert!(Instant::now() < deadline, "the start file never appeared");
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            for m in 1..=count {
+                let entry = database(&gpu, m, 0.1).entries.pop().expect("one entry");
+                Database::update_file(&path, |db| {
+                    db.upsert(entry);
+                    Ok(())
+                })
+                .unwrap_or_else(|e| panic!("update {m} of {gpu} failed: {e}"));
+            }
+        }
+        // Saves the two versions in turn until killed; prints READY after the first save.
+        "rewriter" => {
+            let (a, b) = versions();
+            let mut first = true;
+            loop {
+                a.save(&path).expect("saving version A");
+                if first {
+                    println!("{READY}");
+                    first = false;
+                }
+                b.save(&path).expect("saving version B");
+            }
+        }
+        other => panic!("unknown child role {other:?}"),
+    }
+}
+
+/// Starts this test binary as a child running [`child_process`] with `env`.
+fn spawn_child(env: &[(&str, &str)], stdout: Stdio) -> Child {
+    let exe = std::env::current_exe().expect("the test binary's path");
+    let mut cmd = Command::new(exe);
+    cmd.args([
+        "child_process",
+        "--exact",
+        "--nocapture",
+        "--test-threads=1",
+    ])
+    .stdout(stdout)
+    .stderr(Stdio::piped());
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    cmd.spawn().expect("could not start the child process")
+}
+
+/// Names of the files in `dir`, sorted.
+fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .expect("listing the directory")
+        .map(|e| {
+            e.expect("a directory entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    names.sort();
+    names
+}
+
+/// Several processes each add their own entries to one database, one `update_file` at a time,
+/// all at once: every entry of every process is there at the end (with no lock, the
+/// read-modify-writes interleave and entries get lost), the entry that was there before too,
+/// and nothing but the database is left in its directory.
+#[test]
+fn concurrent_writers_lose_no_entry() {
+    const WRITERS: usize = 3;
+    const PER_WRITER: u64 = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let db_dir = dir.path().join("results");
+    let path = db_dir.join("tuning.toml");
+    let go = dir.path().join("go");
+    let before = database("Existing GPU", 1, 1.0);
+    before.save(&path).unwrap();
+
+    let gpus: Vec<String> = (0..WRITERS).map(|w| format!("Writer GPU {w}")).collect();
+    let count = PER_WRITER.to_string();
+    let children: Vec<Child> = gpus
+        .iter()
+        .map(|gpu| {
+            spawn_child(
+                &[
+                    (ROLE, "writer"),
+                    (DB, path.to_str().unwrap()),
+                    (GPU, gpu),
+                    (COUNT, &count),
+                    (GO, go.to_str().unwrap()),
+                ],
+                Stdio::null(),
+            )
+        })
+        .collect();
+    fs::write(&go, "").unwrap();
+    for (gpu, child) in gpus.iter().zip(children) {
+        let out = child.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "writer for {gpu} failed ({}):\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+
+    let db = Database::load(&path).unwrap();
+    let mut missing = Vec::new();
+    for gpu in &gpus {
+        for m in 1..=PER_WRITER {
+            let shape = Shape::new(Op::Gemm, m, 64, 64).unwrap();
+            if db.get(gpu, Op::Gemm, shape).is_none() {
+                missing.push(format!("{gpu} {m}x64x64"));
+            }
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "{} of {} entries were lost: {missing:?}",
+        missing.len(),
+        WRITERS as u64 * PER_WRITER
+    );
+    assert_eq!(db.entries.len(), WRITERS * PER_WRITER as usize + 1);
+    assert_eq!(
+        db.get(
+            "Existing GPU",
+            Op::Gemm,
+            Shape::new(Op::Gemm, 1, 64, 64).unwrap()
+        ),
+        before.entries.first()
+    );
+    assert_eq!(
+        listing(&db_dir),
+        ["tuning.toml"],
+        "files left next to the database"
+    );
+}
+
+/// The temporary files of writes of `tuning.toml` in `dir`.
+fn temp_files(dir: &Path) -> Vec<String> {
+    listing(dir)
+        .into_iter()
+        .filter(|n| n.starts_with(".tuning.toml.tmp."))
+        .collect()
+}
+
+/// A tiny xorshift generator: random kill times without a dependency.
+struct Rng(u64);
+
+impl Rng {
+    fn below(&mut self, n: u64) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0 % n.max(1)
+    }
+}
+
+/// A child saves two versions of a large database in turn; it is `kill -9`ed many times, at
+/// random moments and (every other time) just after a temporary file appears, i.e. during a
+/// write. After every kill the file is byte for byte one of the two versions, at most one
+/// temporary file (that of the killed write) is left, and the lock file at most; the next save
+/// removes both.
+///
+/// How stale temporary files are handled: a write killed after creating its temporary file
+/// (`.tuning.toml.tmp.*`) leaves it; readers ignore it, and the next save or update of the
+/// database removes it while holding the write lock.
+#[test]
+fn kill_9_never_leaves_a_torn_database() {
+    const KILLS: usize = 20;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("tuning.toml");
+    let (a, b) = versions();
+    let (text_a, text_b) = (a.to_toml_string().unwrap(), b.to_toml_string().unwrap());
+    assert_ne!(text_a, text_b);
+
+    // How long one save takes here; kills land anywhere in the next two saves.
+    let scratch = tempfile::tempdir().unwrap();
+    let started = Instant::now();
+    a.save(&scratch.path().join("probe.toml")).unwrap();
+    let save_us = (started.elapsed().as_micros() as u64).max(1000);
+    b.save(&path).unwrap();
+
+    let seed = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(1, |d| d.as_nanos() as u64)
+        | 1;
+    let mut rng = Rng(seed);
+    let (mut mid_write, mut lock_left) = (0, 0);
+    for round in 1..=KILLS {
+        let mut child = spawn_child(
+            &[(ROLE, "rewriter"), (DB, path.to_str().unwrap())],
+            Stdio::piped(),
+        );
+        // Wait until it is rewriting (or has died, or hangs).
+        let out = BufReader::new(child.stdout.take().unwrap());
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let ready = out.lines().any(|l| l.is_ok_and(|l| l.contains(READY)));
+            let _ = tx.send(ready);
+        });
+        let ready = rx.recv_timeout(Duration::from_secs(120)).unwrap_or(false);
+        let pause = rng.below(2 * save_us);
+        let aimed = round % 2 == 0;
+        if ready && aimed {
+            // Aim at the write itself: wait for a temporary file, then kill within 200 us.
+            let until = Instant::now() + Duration::from_secs(5);
+            while Instant::now() < until && temp_files(dir.path()).is_empty() {}
+            std::thread::sleep(Duration::from_micros(pause % 200));
+        } else if ready {
+            std::thread::sleep(Duration::from_micros(pause));
+        }
+        child.kill().unwrap();
+        let status = child.wait().unwrap();
+        let ctx = format!("round {round}, aimed {aimed}, pause {pause} us, seed {seed}");
+        if !ready {
+            let mut err = String::new();
+            if let Some(mut e) = child.stderr.take() {
+                use std::io::Read;
+                let _ = e.read_to_string(&mut err);
+            }
+            panic!("the rewriter did not finish its first save ({status}), {ctx}:\n{err}");
+        }
+
+        let bytes = fs::read(&path).unwrap();
+        assert!(
+            bytes == text_a.as_bytes() || bytes == text_b.as_bytes(),
+            "torn database after a kill: {} bytes, versions have {} and {}; {ctx}",
+            bytes.len(),
+            text_a.len(),
+            text_b.len()
+        );
+        let db = Database::load(&path).unwrap();
+        assert!(db == a || db == b, "{ctx}");
+
+        let names = listing(dir.path());
+        let temps = temp_files(dir.path());
+        let others: Vec<_> = names
+            .iter()
+            .filter(|n| {
+                !n.starts_with(".tuning.toml.tmp.")
+                    && n.as_str() != "tuning.toml"
+                    && n.as_str() != "tuning.toml.lock"
+            })
+            .collect();
+        assert!(
+            temps.len() <= 1,
+            "stale temporary files pile up: {names:?}; {ctx}"
+        );
+        assert!(others.is_empty(), "unexpected files: {names:?}; {ctx}");
+        mid_write += temps.len();
+        lock_left += usize::from(names.iter().any(|n| n == "tuning.toml.lock"));
+    }
+    eprintln!(
+        "{KILLS} kills (seed {seed}, one save ~{save_us} us): {mid_write} left a temporary file, {lock_left} the lock file"
+    );
+
+    // The next save cleans up after the killed writes.
+    a.save(&path).unwrap();
+    assert_eq!(listing(dir.path()), ["tuning.toml"]);
+    assert_eq!(fs::read_to_string(&path).unwrap(), text_a);
+}

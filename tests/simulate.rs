@@ -1,0 +1,227 @@
+//! Search strategies offline: `autotune simulate` on synthetic journals (written with the
+//! library's journal writer), the tuning flags that choose a strategy, and the target
+//! on the recorded journals of real exhaustive runs under tests/data/journals/ (skipped while
+//! there are none, unless AUTOTUNE_REQUIRE_JOURNALS=1). Needs no GPU.
+
+use assert_cmd::Command;
+use autotune::journal::{CandidateRecord, Header, Record, Writer, JOURNAL_VERSION};
+use autotune::runner::{Failure, Measured, Stage};
+use autotune::shape::{Op, Shape};
+use autotune::simulate::{self, SimulateOptions};
+use autotune::timing::{Stats, TimingSettings};
+use std::path::{Path, PathBuf};
+
+fn autotune(args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::cargo_bin("autotune")
+        .expect("the autotune binary is built by cargo test")
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("could not run autotune {args:?}: {e}"));
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A journal of ten candidates of one family: X = 7 is the optimum (1 ms), X = 3 within 3%
+/// (1.02 ms), X = 5 failed, the others take 2 ms.
+fn toy_journal(dir: &Path) -> PathBuf {
+    let path = dir.join("toy.jsonl");
+    let header = Header {
+        journal: JOURNAL_VERSION,
+        gpu: "NVIDIA H100 80GB HBM3".into(),
+        op: Op::Gemm,
+        shape: Shape {
+            m: 256,
+            n: 256,
+            k: 256,
+        },
+        seed: 1,
+        timing: TimingSettings::quick(),
+        tool_version: "test".into(),
+        arch: Some("sm_90".into()),
+        sms: Some(132),
+    };
+    let mut w = Writer::create(&path, &header).unwrap();
+    for x in 0..10i64 {
+        let outcome = match x {
+            5 => Err(Failure {
+                stage: Stage::Validate,
+                reason: "wrong result".into(),
+            }),
+            _ => {
+                let ms = match x {
+                    7 => 1.0,
+                    3 => 1.02,
+                    _ => 2.0,
+                };
+                Ok(Measured {
+                    stats: Stats::from_samples(&[ms, ms, ms]).unwrap(),
+                    max_rel_error: 1e-7,
+                    registers: 40,
+                    local_bytes: 0,
+                })
+            }
+        };
+        w.record(&Record::Candidate(CandidateRecord {
+            family: "toy".into(),
+            kernel: format!("toy_X{x}"),
+            params: [("X".to_string(), x)].into_iter().collect(),
+            checksum: "c".into(),
+            outcome,
+        }))
+        .unwrap();
+    }
+    w.record(&Record::End { partial: false }).unwrap();
+    path
+}
+
+/// The data row of `strategy` in a table's output.
+fn row<'a>(out: &'a str, strategy: &str) -> Vec<&'a str> {
+    out.lines()
+        .find(|l| l.starts_with("toy.jsonl") && l.contains(&format!(" {strategy} ")))
+        .unwrap_or_else(|| panic!("no row for {strategy} in:\n{out}"))
+        .split_whitespace()
+        .collect()
+}
+
+#[test]
+fn simulate_replays_a_synthetic_journal() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = toy_journal(dir.path());
+    let j = journal.to_str().unwrap();
+    let (code, out, err) = autotune(&["simulate", "--journal", j, "--seeds", "5"]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    // journal, problem (2 words), space, failed, strategy, median, p90, median %, p90 %
+    let ex = row(&out, "exhaustive");
+    assert_eq!(
+        &ex[3..],
+        ["10", "1", "exhaustive", "4", "4", "40.0", "40.0"],
+        "{out}"
+    );
+    for s in ["random", "annealing", "genetic", "model-guided"] {
+        let r = row(&out, s);
+        let median: f64 = r[6].parse().unwrap();
+        assert!((1.0..=10.0).contains(&median), "{out}");
+    }
+    assert!(out.contains("no model estimates"), "{out}");
+    assert!(out.contains("best: "), "{out}");
+
+    let md_path = dir.path().join("table.md");
+    let (code, out, err) = autotune(&[
+        "simulate",
+        "--journal",
+        j,
+        "--strategies",
+        "exhaustive,random",
+        "--within",
+        "0",
+        "--format",
+        "markdown",
+        "--output",
+        md_path.to_str().unwrap(),
+    ]);
+    assert_eq!(code, Some(0), "{out}\n{err}");
+    assert!(
+        out.contains(
+            "| toy.jsonl | gemm 256x256x256 | 10 | 1 | exhaustive | 8 | 8 | 80.0 | 80.0 |"
+        ),
+        "{out}"
+    );
+    assert!(!out.contains("annealing"), "{out}");
+    assert_eq!(std::fs::read_to_string(&md_path).unwrap(), out);
+}
+
+#[test]
+fn simulate_and_tuning_flags_reject_bad_input_clearly() {
+    let dir = tempfile::tempdir().unwrap();
+    let journal = toy_journal(dir.path());
+    let j = journal.to_str().unwrap();
+    let cases: &[(&[&str], &[&str])] = &[
+        (
+            &[
+                "simulate",
+                "--journal",
+                j,
+                "--strategies",
+                "exhaustive,hillclimb",
+            ],
+            &["unknown search strategy 'hillclimb'", "model-guided"],
+        ),
+        (
+            &["simulate", "--journal", j, "--format", "csv"],
+            &["--format 'csv'", "table and markdown"],
+        ),
+        (
+            &["simulate", "--journal", "/nonexistent/run.jsonl"],
+            &["/nonexistent/run.jsonl", "opening failed"],
+        ),
+        (
+            &["simulate", "--journal", j, "--arch", "sm_9x"],
+            &["--arch"],
+        ),
+        (
+            &["--shape", "64x64x64", "--strategy", "bogus", "--no-save"],
+            &["unknown search strategy 'bogus'", "annealing", "auto"],
+        ),
+    ];
+    for (args, needles) in cases {
+        let (code, out, err) = autotune(args);
+        assert_eq!(code, Some(1), "{args:?}\n{out}\n{err}");
+        let line = err.lines().find(|l| l.starts_with("Error: ")).unwrap_or("");
+        for n in *needles {
+            assert!(line.contains(n), "{args:?}: expected {n:?} in {err}");
+        }
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    // Usage errors (clap): exit 2, naming the flag and the accepted form.
+    for (args, needle) in [
+        (vec!["--shape", "64x64x64", "--time", "soon"], "60s, 5m, 1h"),
+        (vec!["--shape", "64x64x64", "--budget", "0"], "--budget"),
+        (vec!["simulate", "--journal", j, "--seeds", "0"], "--seeds"),
+    ] {
+        let (code, _, err) = autotune(&args);
+        assert_eq!(code, Some(2), "{args:?}\n{err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    let (code, out, _) = autotune(&["--help"]);
+    assert_eq!(code, Some(0));
+    for flag in ["--strategy", "--budget", "--time", "simulate"] {
+        assert!(out.contains(flag), "--help lacks {flag}:\n{out}");
+    }
+}
+
+/// The target, on the recorded journals of real exhaustive runs: over 20 seeds, the
+/// best strategy's median evaluations to come within 3% of the optimum is at most 20% of the
+/// space in every journal.
+#[test]
+fn recorded_journals_meet_the_search_target() {
+    let dir = Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/journals"));
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .map(|rd| {
+            rd.filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
+                .collect()
+        })
+        .unwrap_or_default();
+    paths.sort();
+    if paths.is_empty() {
+        let reason = format!("no recorded journals (*.jsonl) under {}", dir.display());
+        if std::env::var("AUTOTUNE_REQUIRE_JOURNALS").as_deref() == Ok("1") {
+            panic!("AUTOTUNE_REQUIRE_JOURNALS=1 but {reason}");
+        }
+        println!("skipped: {reason}");
+        return;
+    }
+    let sim = simulate::simulate(&paths, &SimulateOptions::default()).unwrap();
+    println!("{}", sim.markdown());
+    let best = sim.best().expect("a strategy");
+    assert!(
+        best.worst_median_pct <= 20.0,
+        "the best strategy ({}) needs {:.1}% of the space in its worst journal (target: 20%):\n{}",
+        best.strategy,
+        best.worst_median_pct,
+        sim.table()
+    );
+}
