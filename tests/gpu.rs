@@ -251,8 +251,9 @@ fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
         .expect("a good config wins");
     assert_eq!(winner.params["FAULT"], 0);
     assert_eq!(r.failures().count(), 7);
+    // The budgeted first run may already have met one of them.
     assert!(
-        r.worker_restarts >= 2,
+        first.worker_restarts + r.worker_restarts >= 2,
         "illegal address and hang each cost a worker"
     );
     println!(
