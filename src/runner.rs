@@ -184,14 +184,9 @@ impl<'d> Bench<'d> {
         buffers + flush + gpu_ref + (64 << 20)
     }
 
-    /// Allocates and fills the problem, computes the reference. `seed` picks the inputs.
-    pub fn new(
-        dev: &'d Device,
-        op: Op,
-        shape: Shape,
-        seed: u64,
-        settings: TimingSettings,
-    ) -> Result<Bench<'d>, RunError> {
+    /// Fails with [`RunError::TooLarge`] when a bench for `op` on `shape` cannot fit in the
+    /// device's free memory.
+    pub fn check_fits(dev: &Device, op: Op, shape: Shape) -> Result<(), RunError> {
         let need = Self::memory_needed(dev, op, shape);
         let free = dev.free_memory()?;
         if need > free {
@@ -202,6 +197,18 @@ impl<'d> Bench<'d> {
                 ordinal: dev.info.ordinal,
             });
         }
+        Ok(())
+    }
+
+    /// Allocates and fills the problem, computes the reference. `seed` picks the inputs.
+    pub fn new(
+        dev: &'d Device,
+        op: Op,
+        shape: Shape,
+        seed: u64,
+        settings: TimingSettings,
+    ) -> Result<Bench<'d>, RunError> {
+        Self::check_fits(dev, op, shape)?;
         if !unsafe { cudarc::cublas::sys::is_culib_present() } {
             return Err(RunError::NoCublas);
         }

@@ -425,17 +425,7 @@ pub fn tune(
     let mut evaluator = match &opts.isolation {
         None => Evaluator::InProcess(Bench::new(dev, op, shape, opts.seed, opts.timing)?),
         Some(settings) => {
-            let need = Bench::memory_needed(dev, op, shape);
-            let free = dev.free_memory().map_err(RunError::from)?;
-            if need > free {
-                return Err(RunError::TooLarge {
-                    shape: shape.label(op),
-                    need_mib: need >> 20,
-                    free_mib: free >> 20,
-                    ordinal: dev.info.ordinal,
-                }
-                .into());
-            }
+            Bench::check_fits(dev, op, shape)?;
             Evaluator::Isolated(Isolated::new(
                 settings.clone(),
                 dev.info.ordinal,
