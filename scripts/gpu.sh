@@ -7,6 +7,9 @@
 #   SKIP_TESTS=1 skips the GPU tests.
 #   FAULTS=1 tunes the fault suite (tests/data/faults) through the CLI.
 #   KILL_RESUME=1 kills a tune with -9 halfway and finishes it with --resume.
+#   SASS=1 dumps the SASS and register use of the gemm winners of SASS_SHAPES (cuobjdump).
+#   COLD_WARM=1 tunes COLD_SHAPE twice, with an empty then a warm compile cache (timed).
+#   NCU=1 profiles the gemm winner of NCU_SHAPE and cuBLAS's SGEMM with Nsight Compute.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
@@ -72,6 +75,21 @@ if [ "${KILL_RESUME:-0}" = 1 ]; then
     grep -o 'tried = [0-9]*' "$OUT/kill.toml"
   } | tee -a "$OUT/summary.txt"
 fi
+if [ "${COLD_WARM:-0}" = 1 ]; then
+  # Issue 8: the default space of one shape, exhaustively, with an empty compile cache and
+  # again with it warm; the second run re-times the first one's winner (reproducibility).
+  cshape=${COLD_SHAPE:-2048x2048x2048}
+  cache="$OUT/../cold-cache"; rm -rf "$cache" "$OUT/cold.toml"
+  for run in cold warm; do
+    start=$(date +%s.%N)
+    AUTOTUNE_CACHE_DIR="$cache" .gpu/autotune --shape "$cshape" --strategy exhaustive --db "$OUT/cold.toml" \
+      --journal-dir "$OUT/../cold-journal" --top 3 >"$OUT/$run-$cshape.log" 2>&1 || status=1
+    {
+      echo "== $run compile cache, gemm $cshape: $(python3 -c "import time; print(f'{time.time() - $start:.1f}')") s wall for the whole command"
+      grep -E "^compile:|^space |^search:|wall time|reproducibility|^ *1 |^ *- " "$OUT/$run-$cshape.log"
+    } | tee -a "$OUT/summary.txt"
+  done
+fi
 for shape in $SHAPES; do
   start=$SECONDS
   .gpu/autotune --op "$OP" --shape "$shape" --db "$DB" --top 5 ${AUTOTUNE_ARGS:-} >"$OUT/tune-$OP-$shape.log" 2>&1 || status=1
@@ -90,7 +108,52 @@ for suite in $SUITES; do
     cat "$OUT/suite-$name.md" 2>/dev/null
   } | tee -a "$OUT/summary.txt"
 done
+if [ "${SASS:-0}" = 1 ]; then
+  # The winners' machine code: registers, spills, and how wide the loads and stores are.
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
+  for shape in ${SASS_SHAPES:-2048x2048x2048 4096x4096x4096}; do
+    f="$OUT/../winner-$shape.cubin"
+    .gpu/autotune export --format cubin --gpu "$gpu" --op gemm --shape "$shape" --db "$DB" -o "$f" >"$OUT/sass-$shape.log" 2>&1 || status=1
+    cuobjdump --dump-resource-usage "$f" >>"$OUT/sass-$shape.log" 2>&1
+    cuobjdump --dump-sass "$f" >"$OUT/../sass-$shape.txt" 2>&1
+    {
+      echo "== SASS of the gemm $shape winner"
+      grep -E "wrote|REG:" "$OUT/sass-$shape.log"
+      # Opcode histogram (predicates dropped): FFMA share, load/store widths, spills (STL/LDL).
+      grep -oE '/\*[0-9a-f]{4,}\*/ +(@!?U?P[0-9T] +)?[A-Z][A-Z0-9_.]*' "$OUT/../sass-$shape.txt" |
+        awk '{print $NF}' | sort | uniq -c | sort -rn | head -24 | tr '\n' ' ' | fold -w 110
+      echo
+    } | tee -a "$OUT/summary.txt"
+    cat "$OUT/../sass-$shape.txt" >>"$OUT/sass-$shape.log"
+  done
+fi
+if [ "${NCU:-0}" = 1 ]; then
+  # Where the winner's cycles go, next to cuBLAS's own SGEMM (through PyTorch, TF32 off).
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
+  shape=${NCU_SHAPE:-4096x4096x4096}
+  IFS=x read -r m n k <<<"$shape"
+  dir="$OUT/../ncu"; rm -rf "$dir"; mkdir -p "$dir"
+  cp examples/cuda-header/profile.cu "$dir/"
+  sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats --section InstructionStats"
+  .gpu/autotune export --format cuda-header --gpu "$gpu" --op gemm --shape "$shape" --db "$DB" -o "$dir/gemm.cuh" >"$OUT/ncu-ours.log" 2>&1 &&
+    (cd "$dir" && nvcc -std=c++17 -O2 -arch=sm_90 -DHELPER=autotune_gemm_$shape -DPROF_M=$m -DPROF_N=$n -DPROF_K=$k profile.cu -o profile) >>"$OUT/ncu-ours.log" 2>&1 &&
+    ncu --clock-control none --launch-skip 1 --launch-count 1 $sections "$dir/profile" >>"$OUT/ncu-ours.log" 2>&1
+  ncu --clock-control none -k regex:gemm --launch-skip 1 --launch-count 1 $sections python3 -c "
+import torch
+torch.backends.cuda.matmul.allow_tf32 = False
+a = torch.zeros($m, $k, device='cuda'); b = torch.zeros($k, $n, device='cuda')
+for _ in range(3): c = a @ b
+torch.cuda.synchronize()" >"$OUT/ncu-cublas.log" 2>&1
+  {
+    echo "== ncu, gemm $shape: ours, then cuBLAS"
+    for f in ncu-ours ncu-cublas; do
+      grep -E "^  [a-zA-Z_]+.*\(|Registers Per Thread|Achieved Occupancy|Issue Slots Busy|Issued Warp Per Scheduler|No Eligible|Compute \(SM\) Throughput|SM Frequency|Duration|Warp Cycles Per Issued|Local Memory" "$OUT/$f.log" | head -16
+    done
+  } | tee -a "$OUT/summary.txt"
+fi
 # At most 8 files come back from the GPU machine: keep the database, the summary and the suite
 # tables as files, and pack every log into one archive.
 (cd "$OUT" && ls *.log >/dev/null 2>&1 && tar czf logs.tar.gz *.log && rm -f *.log)
+# Run journals (one file per shape) travel as one archive too.
+(cd "$OUT" && [ -d journal ] && tar czf journals.tar.gz journal && rm -rf journal)
 exit $status

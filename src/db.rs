@@ -136,6 +136,12 @@ pub struct Entry {
     /// `Some(true)` when the search was cut short (time limit, interrupt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<bool>,
+    /// Which machine, GPU and shard measured it. Provenance only: the key stays the GPU model
+    /// name ([`Entry::gpu`]), so two GPUs of one model share results while two models never
+    /// share a key. Absent from older files (which still load) and from entries not made by a
+    /// tuning run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub produced_by: Option<Producer>,
     /// The other measurements of this GPU x op x shape that [`Database::merge`] met, fastest
     /// first, each with the database it came from: the entry itself is the fastest of all.
     /// Absent from files that were never merged (and from older files, which still load).
@@ -174,6 +180,51 @@ impl Entry {
     }
 }
 
+/// Where an entry was measured: the host, the CUDA device on it and the shard of the suite, as
+/// [`Entry::produced_by`] and [`Measurement::produced_by`] record it. Written as an inline
+/// table, e.g. `produced_by = { device = 1, host = "node07", shard = "2/8", ... }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Producer {
+    /// The host name of the machine that ran the tuning.
+    pub host: String,
+    /// The CUDA ordinal of the GPU on that host (`--device` / `--devices`).
+    pub device: u32,
+    /// The GPU's PCI bus id (`0000:3B:00.0`), when the driver reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
+    /// The GPU's UUID (`GPU-xxxxxxxx-...`, as `nvidia-smi -L` shows it), when the driver
+    /// reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    /// The shard of the suite, `INDEX/COUNT` (`--shard`, or a Slurm job-array task), when the
+    /// run was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+}
+
+impl fmt::Display for Producer {
+    /// `node07 device 1`, then `, shard 2/8` for a shard.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} device {}", self.host, self.device)?;
+        if let Some(shard) = &self.shard {
+            write!(f, ", shard {shard}")?;
+        }
+        Ok(())
+    }
+}
+
+/// The name of this machine, for [`Producer::host`]: the kernel's host name
+/// (`/proc/sys/kernel/hostname`), else `$HOSTNAME`, else `/etc/hostname`, else `"unknown"`.
+pub fn this_host() -> String {
+    let read = |p: &str| fs::read_to_string(p).ok();
+    read("/proc/sys/kernel/hostname")
+        .or_else(|| std::env::var("HOSTNAME").ok())
+        .or_else(|| read("/etc/hostname"))
+        .map(|h| h.trim().to_string())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
 /// One measured configuration of a GPU x op x shape, as [`Entry::also_measured`] keeps it and
 /// as [`MergeConflict`] reports it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -190,6 +241,9 @@ pub struct Measurement {
     pub params: BTreeMap<String, i64>,
     /// When it was measured, RFC 3339 UTC.
     pub date: String,
+    /// Which host, GPU and shard measured it ([`Entry::produced_by`] of the entry it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub produced_by: Option<Producer>,
 }
 
 impl Measurement {
@@ -202,6 +256,7 @@ impl Measurement {
             family: entry.family.clone(),
             params: entry.params.clone(),
             date: entry.date.clone(),
+            produced_by: entry.produced_by.clone(),
         }
     }
 
@@ -213,14 +268,18 @@ impl Measurement {
             && self.params == other.params
     }
 
-    /// `SOURCE's family BM=.. BN=.. at 0.4100 ms`.
+    /// `SOURCE's family BM=.. BN=.. at 0.4100 ms`, then ` (node07 device 1, shard 2/8)` when
+    /// its producer is known.
     fn describe(&self) -> String {
         format!(
-            "{}'s {} {} at {:.4} ms",
+            "{}'s {} {} at {:.4} ms{}",
             self.source,
             self.family,
             crate::space::params_label(&self.params),
-            self.median_ms
+            self.median_ms,
+            self.produced_by
+                .as_ref()
+                .map_or(String::new(), |p| format!(" ({p})"))
         )
     }
 }
@@ -796,6 +855,7 @@ const ENTRY_FIELDS: &[&str] = &[
     "tool_version",
     "checksum",
     "partial",
+    "produced_by",
     "also_measured",
 ];
 
@@ -1485,7 +1545,18 @@ mod tests {
             tool_version: "0.1.0".to_string(),
             checksum: "ab".repeat(32),
             partial: None,
+            produced_by: None,
             also_measured: Vec::new(),
+        }
+    }
+
+    fn producer(host: &str, device: u32, shard: Option<&str>) -> Producer {
+        Producer {
+            host: host.to_string(),
+            device,
+            pci_bus_id: Some(format!("0000:{:02X}:00.0", 0x18 + device)),
+            uuid: Some(format!("GPU-{device:08x}-0000-0000-0000-000000000000")),
+            shard: shard.map(str::to_string),
         }
     }
 
@@ -1619,6 +1690,7 @@ mod tests {
     fn field_order_lists_cover_every_field() {
         let mut e = entry("G", Op::Gemm, "1x2x3", 1.0);
         e.partial = Some(false);
+        e.produced_by = Some(producer("h", 0, Some("0/1")));
         e.also_measured = vec![Measurement::of(&e, "other.toml")];
         let t = toml::Table::try_from(&e).unwrap();
         for k in t.keys() {
@@ -1847,6 +1919,151 @@ mod tests {
         assert!(!text.contains("also_measured"), "{text}");
         let db = Database::from_toml_str(&text, "old.toml").unwrap();
         assert!(db.entries.iter().all(|e| e.also_measured.is_empty()));
+    }
+
+    #[test]
+    fn producer_round_trips_and_old_entries_without_it_still_load() {
+        // An entry as files written before `produced_by` existed have it.
+        let old = r#"schema_version = 1
+
+[[entry]]
+gpu = "G"
+op = "gemm"
+shape = "8x8x8"
+m = 8
+n = 8
+k = 8
+family = "f"
+kernel = "k"
+params = { BM = 8 }
+median_ms = 0.5
+min_ms = 0.5
+spread_pct = 1.0
+samples = 10
+gflops = 1.0
+gbs = 1.0
+cublas_median_ms = 0.5
+vs_cublas = 1.0
+pct_of_peak = 1.0
+max_rel_error = 0.0
+tolerance = 0.0001
+tried = 1
+failed = 0
+seed = 1
+date = "2026-01-01T00:00:00Z"
+tool_version = "0.1.0"
+checksum = "ab"
+also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, family = "f", params = { BM = 16 }, date = "2026-01-01T00:00:00Z" }]
+"#;
+        let db = Database::from_toml_str(old, "old.toml").unwrap();
+        assert_eq!(db.entries[0].produced_by, None);
+        assert_eq!(db.entries[0].also_measured[0].produced_by, None);
+        // Nothing is written for an entry without a producer.
+        assert!(!db.to_toml_string().unwrap().contains("produced_by"));
+
+        let mut db = sample_db();
+        db.entries[0].produced_by = Some(producer("node07", 1, Some("2/8")));
+        db.entries[1].produced_by = Some(Producer {
+            pci_bus_id: None,
+            uuid: None,
+            ..producer("node01", 0, None)
+        });
+        let text = db.to_toml_string().unwrap();
+        assert!(
+            text.contains("produced_by = { device = 1, host = \"node07\", pci_bus_id = \"0000:19:00.0\", shard = \"2/8\", uuid = \"GPU-00000001-0000-0000-0000-000000000000\" }\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("produced_by = { device = 0, host = \"node01\" }\n"),
+            "{text}"
+        );
+        assert_eq!(Database::from_toml_str(&text, "new.toml").unwrap(), db);
+        assert_eq!(
+            producer("node07", 1, Some("2/8")).to_string(),
+            "node07 device 1, shard 2/8"
+        );
+        assert_eq!(producer("n", 0, None).to_string(), "n device 0");
+        assert!(!this_host().is_empty());
+    }
+
+    #[test]
+    fn merging_two_gpu_models_keeps_both_entries() {
+        // The same shape tuned on an H100 and an H200: two keys, nothing in also_measured.
+        let shape = "2048x2048x2048";
+        let mut a = Database::new();
+        a.upsert_gpu(gpu("NVIDIA H100 80GB HBM3"));
+        let mut e = entry("NVIDIA H100 80GB HBM3", Op::Gemm, shape, 0.41);
+        e.produced_by = Some(producer("node01", 0, Some("0/2")));
+        a.upsert(e);
+        let mut b = Database::new();
+        b.upsert_gpu(gpu("NVIDIA H200"));
+        let mut e = entry("NVIDIA H200", Op::Gemm, shape, 0.40);
+        e.produced_by = Some(producer("node02", 0, Some("1/2")));
+        b.upsert(e);
+        let (db, r) = Database::merge_all(
+            vec![("a".into(), a.clone()), ("b".into(), b.clone())],
+            MergeOptions::default(),
+        )
+        .unwrap();
+        assert_eq!((r.added, r.replaced, r.kept), (2, 0, 0));
+        assert!(r.conflicts.is_empty());
+        assert_eq!(db.entries.len(), 2);
+        assert_eq!(db.gpus.len(), 2);
+        let s = Shape::parse(Op::Gemm, shape).unwrap();
+        for (name, src) in [("NVIDIA H100 80GB HBM3", &a), ("NVIDIA H200", &b)] {
+            let got = db.get(name, Op::Gemm, s).unwrap();
+            assert_eq!(got, &src.entries[0]);
+            assert!(got.also_measured.is_empty());
+        }
+    }
+
+    #[test]
+    fn same_model_from_two_devices_merges_under_one_key_with_producers() {
+        let h = "NVIDIA H100 80GB HBM3";
+        let shape = "2048x2048x2048";
+        let mut a = Database::new();
+        a.upsert_gpu(gpu(h));
+        let mut slow = entry(h, Op::Gemm, shape, 0.41);
+        slow.produced_by = Some(producer("node01", 0, Some("0/2")));
+        a.upsert(slow);
+        let mut b = Database::new();
+        b.upsert_gpu(gpu(h));
+        let mut fast = entry(h, Op::Gemm, shape, 0.39);
+        fast.date = "2026-04-21T12:00:00Z".to_string();
+        fast.produced_by = Some(producer("node02", 3, Some("1/2")));
+        b.upsert(fast.clone());
+        let (db, r) = Database::merge_all(
+            vec![
+                ("shard-0.toml".into(), a.clone()),
+                ("shard-1.toml".into(), b.clone()),
+            ],
+            MergeOptions::default(),
+        )
+        .unwrap();
+        assert_eq!((r.added, r.replaced, r.kept), (1, 1, 0));
+        assert_eq!(db.entries.len(), 1);
+        let got = &db.entries[0];
+        assert_eq!(got.produced_by, fast.produced_by);
+        assert_eq!(got.median_ms, 0.39);
+        assert_eq!(got.also_measured.len(), 1);
+        let m = &got.also_measured[0];
+        assert_eq!((m.source.as_str(), m.median_ms), ("shard-0.toml", 0.41));
+        assert_eq!(m.produced_by, a.entries[0].produced_by);
+        let line = r.conflicts[0].to_string();
+        assert!(
+            line.contains("at 0.3900 ms (node02 device 3, shard 1/2) replaces")
+                && line.contains("at 0.4100 ms (node01 device 0, shard 0/2)"),
+            "{line}"
+        );
+        // Either merge order gives the same database, and it survives a save and a load.
+        let (other, _) = Database::merge_all(
+            vec![("shard-1.toml".into(), b), ("shard-0.toml".into(), a)],
+            MergeOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(other, db);
+        let text = db.to_toml_string().unwrap();
+        assert_eq!(Database::from_toml_str(&text, "m").unwrap(), db);
     }
 
     #[test]

@@ -65,6 +65,25 @@ pub struct DeviceInfo {
     pub limits: Limits,
     /// Driver's CUDA version, e.g. `13.0`.
     pub driver_version: String,
+    /// PCI bus id, `domain:bus:device.function` (e.g. `0000:3B:00.0`), as `nvidia-smi` shows
+    /// it; `None` if the driver would not say.
+    pub pci_bus_id: Option<String>,
+    /// The GPU's UUID as `nvidia-smi -L` writes it (`GPU-xxxxxxxx-xxxx-...`); `None` if the
+    /// driver would not say.
+    pub uuid: Option<String>,
+}
+
+/// A CUDA UUID (16 bytes) as `nvidia-smi -L` writes it: `GPU-` then the bytes in hex, in order,
+/// grouped 4-2-2-2-6.
+pub fn uuid_string(bytes: &[u8; 16]) -> String {
+    let mut out = String::from("GPU-");
+    for (i, b) in bytes.iter().enumerate() {
+        if matches!(i, 4 | 6 | 8 | 10) {
+            out.push('-');
+        }
+        out.push_str(&format!("{b:02x}"));
+    }
+    out
 }
 
 /// FP32 lanes per SM for a compute capability (the FMA units that set the FP32 peak).
@@ -150,6 +169,31 @@ pub fn query(ctx: &Arc<CudaContext>) -> Result<DeviceInfo, DeviceError> {
     } else {
         "unknown".into()
     };
+    let mut bus = [0 as std::ffi::c_char; 32];
+    // SAFETY: `bus` is a writable buffer of the length passed, and the driver writes a
+    // NUL-terminated string of at most that many bytes into it.
+    let rc = unsafe {
+        cudarc::driver::sys::cuDeviceGetPCIBusId(
+            bus.as_mut_ptr(),
+            bus.len() as std::ffi::c_int,
+            ctx.cu_device(),
+        )
+    };
+    let pci_bus_id = (rc == cudarc::driver::sys::CUresult::CUDA_SUCCESS)
+        .then(|| {
+            // c_char is i8 or u8 depending on the target: take the bytes as they are.
+            let bytes: Vec<u8> = bus
+                .iter()
+                .take_while(|&&c| c != 0)
+                .map(|&c| c as u8)
+                .collect();
+            String::from_utf8_lossy(&bytes).into_owned()
+        })
+        .filter(|s| !s.is_empty());
+    let uuid = ctx
+        .uuid()
+        .ok()
+        .map(|u| uuid_string(&u.bytes.map(|c| c as u8)));
     Ok(DeviceInfo {
         ordinal,
         name: ctx.name().during("reading the device name")?,
@@ -166,6 +210,8 @@ pub fn query(ctx: &Arc<CudaContext>) -> Result<DeviceInfo, DeviceError> {
         )? as u64,
         limits,
         driver_version,
+        pci_bus_id,
+        uuid,
     })
 }
 
@@ -222,10 +268,24 @@ mod tests {
             l2_bytes: 0,
             limits: Limits::for_arch(90).unwrap(),
             driver_version: "13.0".into(),
+            pci_bus_id: None,
+            uuid: None,
         };
         // 132 x 128 x 2 x 1.98 GHz = 66.9 TFLOP/s, as in ANCHORS.md.
         assert!((info.fp32_peak_gflops() - 66908.16).abs() < 1e-6);
         assert_eq!(fp32_lanes_per_sm(Arch { major: 6, minor: 1 }), 128);
         assert_eq!(fp32_lanes_per_sm(Arch { major: 8, minor: 0 }), 64);
+    }
+
+    #[test]
+    fn uuid_is_written_as_nvidia_smi_does() {
+        let bytes: [u8; 16] = [
+            0x5e, 0x1d, 0xa3, 0x07, 0x9b, 0x2c, 0x4f, 0x10, 0x80, 0x01, 0xab, 0xcd, 0xef, 0x01,
+            0x23, 0x45,
+        ];
+        assert_eq!(
+            uuid_string(&bytes),
+            "GPU-5e1da307-9b2c-4f10-8001-abcdef012345"
+        );
     }
 }

@@ -82,15 +82,19 @@ pub enum Format {
     /// Every entry in the T4 autotuning results format of Kernel Tuner and KTT
     /// ([`crate::report::formats::t4`]).
     T4,
+    /// The chosen kernel compiled by NVRTC for the arch, exactly as tuning compiled it: a cubin
+    /// for `cuobjdump --dump-sass` / `--dump-resource-usage`, or for a product that loads
+    /// modules itself. One shape.
+    Cubin,
 }
 
 impl Format {
     /// The names `--format` accepts.
-    pub const ACCEPTED: &'static [&'static str] = &["cuda-header", "csv", "json", "t4"];
+    pub const ACCEPTED: &'static [&'static str] = &["cuda-header", "cubin", "csv", "json", "t4"];
 
     /// Whether the format holds the whole database (filtered) rather than one shape's choice.
     pub fn is_database_wide(self) -> bool {
-        !matches!(self, Format::CudaHeader)
+        !matches!(self, Format::CudaHeader | Format::Cubin)
     }
 }
 
@@ -99,6 +103,7 @@ impl FromStr for Format {
     fn from_str(s: &str) -> Result<Format, ExportError> {
         match s.trim() {
             "cuda-header" => Ok(Format::CudaHeader),
+            "cubin" => Ok(Format::Cubin),
             "csv" => Ok(Format::Csv),
             "json" => Ok(Format::Json),
             "t4" | "T4" => Ok(Format::T4),
@@ -111,6 +116,7 @@ impl fmt::Display for Format {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Format::CudaHeader => "cuda-header",
+            Format::Cubin => "cubin",
             Format::Csv => "csv",
             Format::Json => "json",
             Format::T4 => "t4",
@@ -547,7 +553,10 @@ mod tests {
         for f in Format::ACCEPTED {
             let parsed = f.parse::<Format>().unwrap();
             assert_eq!(parsed.to_string(), *f);
-            assert_eq!(parsed.is_database_wide(), *f != "cuda-header");
+            assert_eq!(
+                parsed.is_database_wide(),
+                !matches!(*f, "cuda-header" | "cubin")
+            );
         }
     }
 }

@@ -10,8 +10,8 @@
 //! report ([`report`]).
 //!
 //! Pure modules (`shape`, `expr`, `space`, `template`, `db`, `search`, `model`, `simulate`,
-//! `timing`, `verify`, `report`, `lookup`, `suite`) need no GPU; only `device`, `compile`,
-//! `runner` and `runtime` touch CUDA. A product uses [`Tuned`] (module [`runtime`]).
+//! `timing`, `verify`, `report`, `lookup`, `suite`, `recheck`) need no GPU; only `device`,
+//! `compile`, `runner` and `runtime` touch CUDA. A product uses [`Tuned`] (module [`runtime`]).
 
 #![warn(missing_docs)]
 
@@ -24,6 +24,7 @@ pub mod expr;
 pub mod journal;
 pub mod lookup;
 pub mod model;
+pub mod recheck;
 pub mod report;
 pub mod runner;
 pub mod runtime;

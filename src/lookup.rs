@@ -205,6 +205,7 @@ mod tests {
             tool_version: "0".into(),
             checksum: "x".into(),
             partial: None,
+            produced_by: None,
             also_measured: Vec::new(),
         }
     }

@@ -300,6 +300,8 @@ pub struct Estimate {
 
 /// Seconds to run `blocks` blocks of `work` units each, `per_sm` resident per SM at most: an
 /// SM holding `r` blocks gets through `rate(r)` units per second, the device through `cap`.
+/// Each wave also pays `fill_s` once: the latency before its blocks' first FMA and after their
+/// last (the blocks resident together fill and drain at the same time).
 fn schedule(
     blocks: u64,
     per_sm: u32,
@@ -307,11 +309,12 @@ fn schedule(
     work: f64,
     rate: impl Fn(u32) -> f64,
     cap: f64,
+    fill_s: f64,
 ) -> f64 {
     let slots = u64::from(per_sm) * u64::from(sms);
     let full = blocks / slots;
     let rem = blocks % slots;
-    let wave = |r: u32, n: u64| (f64::from(r) * work / rate(r)).max(n as f64 * work / cap);
+    let wave = |r: u32, n: u64| (f64::from(r) * work / rate(r)).max(n as f64 * work / cap) + fill_s;
     let mut t = full as f64 * wave(per_sm, slots);
     if rem > 0 {
         let r = rem.div_ceil(u64::from(sms)) as u32;
@@ -390,7 +393,12 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
             // latency, and by the instructions a thread issues besides its o FMAs per k step:
             // about 2 sqrt(o) shared-memory loads of fragments and 4 of loop and addressing.
             let ilp = outputs.min(8.0);
-            let issue = outputs / (outputs + 2.0 * outputs.sqrt() + 4.0);
+            // A space whose inner loop does worse than this (no pipelining, more instructions
+            // per FMA) says by how much.
+            let efficiency = h
+                .fma_efficiency_pct
+                .map_or(1.0, |p| (p as f64 / 100.0).clamp(0.01, 1.0));
+            let issue = efficiency * outputs / (outputs + 2.0 * outputs.sqrt() + 4.0);
             let sm_rate = peak / f64::from(sms);
             let rate = |r: u32| {
                 // Latency hiding saturates softly with the warps (x their independent FMAs, up
@@ -399,7 +407,17 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
                 sm_rate * p / (p + WARPS_TO_HIDE) * issue
             };
             let flops_per_block = 2.0 * area * (k / split as f64);
-            let compute = schedule(blocks, per_sm, sms, flops_per_block, rate, peak);
+            // A wave waits for its first K tiles from memory and writes its C tiles at the end:
+            // about two memory latencies no other resident block's FMAs hide.
+            let compute = schedule(
+                blocks,
+                per_sm,
+                sms,
+                flops_per_block,
+                rate,
+                peak,
+                2.0 * DRAM_LATENCY_S,
+            );
             // Memory: every tile reads an A panel and a B panel (2 sqrt(area) x K floats)
             // through L2; device memory sees each matrix once (unless the space says more).
             let l2_per_block = 4.0 * 2.0 * area.sqrt() * (k / split as f64);
@@ -411,6 +429,7 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
                 l2_per_block,
                 |_| sm_l2,
                 L2_OVER_DRAM * bw,
+                0.0,
             );
             let atomics = if l.zero_output {
                 8.0 * m * n * split as f64
@@ -433,7 +452,7 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
             let share = SM_BANDWIDTH_SHARE * bw / f64::from(sms);
             let rate =
                 |r: u32| (f64::from(r) * threads as f64 * in_flight / DRAM_LATENCY_S).min(share);
-            let memory = schedule(blocks, per_sm, sms, bytes / blocks as f64, rate, bw);
+            let memory = schedule(blocks, per_sm, sms, bytes / blocks as f64, rate, bw, 0.0);
             (2.0 * m * k / peak, memory)
         }
     };
@@ -603,6 +622,28 @@ mod tests {
         assert!(thread_rows.time_ms > 5.0 * warp_rows.time_ms);
         let ideal_ms = v.min_bytes(Op::Gemv) / (m.dram_gbs * 1e9) * 1e3;
         assert!(warp_rows.time_ms >= ideal_ms && warp_rows.time_ms < 2.0 * ideal_ms + 0.01);
+    }
+
+    #[test]
+    fn a_less_efficient_family_and_more_waves_of_short_k_rank_lower() {
+        let m = h100();
+        let plain = estimate(Op::Gemm, SQUARE, &launch(1024, 256, 32 * 1024), &m);
+        let mut fp = launch(1024, 256, 32 * 1024);
+        fp.hints.fma_efficiency_pct = Some(80);
+        let slow = estimate(Op::Gemm, SQUARE, &fp, &m);
+        assert!(
+            slow.compute_ms > 1.2 * plain.compute_ms,
+            "{slow:?} vs {plain:?}"
+        );
+        // Each wave pays its fill and drain once, however many blocks it holds: 8 full
+        // waves plus a partial one of 4 blocks per SM.
+        let (work, rate, fill) = (1.0, |r: u32| f64::from(r) * 0.5, 1e-3);
+        let bare = schedule(132 * 4 * 8 + 100, 4, 132, work, rate, f64::INFINITY, 0.0);
+        let filled = schedule(132 * 4 * 8 + 100, 4, 132, work, rate, f64::INFINITY, fill);
+        assert!(
+            (filled - bare - 9.0 * fill).abs() < 1e-12,
+            "{filled} vs {bare}"
+        );
     }
 
     #[test]

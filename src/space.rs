@@ -138,6 +138,11 @@ struct ModelFile {
     /// Bytes of loads each thread keeps in flight (memory-level parallelism).
     #[serde(default)]
     bytes_in_flight: Option<String>,
+    /// Percent of the model's generic FMA rate for its thread tile that the family's inner
+    /// loop reaches (below 100 for loops that are not pipelined or issue more instructions
+    /// per FMA than the generic figure assumes), as measured against the best family.
+    #[serde(default)]
+    fma_efficiency_pct: Option<String>,
 }
 
 /// A family's figures for the performance model, for one config on one shape: what the space
@@ -152,6 +157,8 @@ pub struct ModelHints {
     pub global_bytes: Option<i64>,
     /// `[model] bytes_in_flight`: bytes of loads in flight per thread.
     pub bytes_in_flight: Option<i64>,
+    /// `[model] fma_efficiency_pct`: percent of the FMA issue rate the inner loop reaches.
+    pub fma_efficiency_pct: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -227,8 +234,8 @@ pub struct Space {
     shared_bytes: Option<Expr>,
     dynamic_shared_bytes: Option<Expr>,
     zero_output: bool,
-    /// `[model]`: registers, global bytes, bytes in flight.
-    model: [Option<Expr>; 3],
+    /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency.
+    model: [Option<Expr>; 4],
 }
 
 /// The result of pruning a space.
@@ -341,8 +348,9 @@ impl Space {
                 opt("model.registers", &m.registers)?,
                 opt("model.global_bytes", &m.global_bytes)?,
                 opt("model.bytes_in_flight", &m.bytes_in_flight)?,
+                opt("model.fma_efficiency_pct", &m.fma_efficiency_pct)?,
             ],
-            None => [None, None, None],
+            None => [None, None, None, None],
         };
         let space = Space {
             name: file.name.clone(),
@@ -519,7 +527,7 @@ impl Space {
             Some(e) => self.eval_in(e, "launch.shared_bytes", &env)?,
             None => 0,
         };
-        let [registers, global_bytes, bytes_in_flight] = self
+        let [registers, global_bytes, bytes_in_flight, fma_efficiency_pct] = self
             .model
             .clone()
             .map(|e| e.and_then(|e| e.eval(&env).ok()));
@@ -528,6 +536,7 @@ impl Space {
             registers,
             global_bytes,
             bytes_in_flight,
+            fma_efficiency_pct,
         })
     }
 
@@ -716,12 +725,17 @@ shared_bytes = "4 * BM * 16"
         let h = s.model_hints(&c, shape, &limits()).unwrap();
         assert_eq!(h.static_shared_bytes, 4 * 32 * 16);
         assert_eq!(
-            (h.registers, h.global_bytes, h.bytes_in_flight),
-            (None, None, None)
+            (
+                h.registers,
+                h.global_bytes,
+                h.bytes_in_flight,
+                h.fma_efficiency_pct
+            ),
+            (None, None, None, None)
         );
 
         let with = format!(
-            "{SPACE}\n[model]\nregisters = \"32 + BM / TM\"\nglobal_bytes = \"4 * (M * K + K * N + M * N)\"\nbytes_in_flight = \"16 / (BM - BM)\"\n"
+            "{SPACE}\n[model]\nregisters = \"32 + BM / TM\"\nglobal_bytes = \"4 * (M * K + K * N + M * N)\"\nbytes_in_flight = \"16 / (BM - BM)\"\nfma_efficiency_pct = \"90\"\n"
         );
         let s = Space::from_toml_str(&with, "toy.toml").unwrap();
         let h = s.model_hints(&c, shape, &limits()).unwrap();
@@ -729,6 +743,7 @@ shared_bytes = "4 * BM * 16"
         assert_eq!(h.global_bytes, Some(4 * (64 * 8 + 8 * 64 + 64 * 64)));
         // Division by zero: left out, not an error.
         assert_eq!(h.bytes_in_flight, None);
+        assert_eq!(h.fma_efficiency_pct, Some(90));
 
         let typo = with.replace("32 + BM / TM", "32 + BM / TMM");
         let e = Space::from_toml_str(&typo, "t").unwrap_err().to_string();

@@ -57,15 +57,18 @@ impl TimingSettings {
 }
 
 impl TimingSettings {
-    /// Like [`samples_for`](Self::samples_for), but a candidate whose estimate is more than
-    /// [`SLOW_FACTOR`] times the best median so far gets only [`SLOW_SAMPLES`]: it cannot win,
-    /// and its median is still recorded.
+    /// Like [`samples_for`](Self::samples_for), raced against the best median so far: a
+    /// candidate whose estimate is more than [`SLOW_FACTOR`] times it gets only
+    /// [`SLOW_SAMPLES`] (it cannot win, and its median is still recorded); one more than
+    /// [`NEAR_FACTOR`] times it gets `min_samples` (a one-sample estimate is not off by 10%, so
+    /// it cannot win either, and its recorded median stays good enough for replays). Only the
+    /// contenders get the full sampling that separates configs a percent apart.
     pub fn samples_for_candidate(&self, estimate_ms: f64, best_ms: Option<f64>) -> u32 {
+        let full = self.samples_for(estimate_ms);
         match best_ms {
-            Some(b) if estimate_ms > SLOW_FACTOR * b => {
-                SLOW_SAMPLES.min(self.samples_for(estimate_ms))
-            }
-            _ => self.samples_for(estimate_ms),
+            Some(b) if estimate_ms > SLOW_FACTOR * b => SLOW_SAMPLES.min(full),
+            Some(b) if estimate_ms > NEAR_FACTOR * b => self.min_samples.max(1).min(full),
+            _ => full,
         }
     }
 }
@@ -74,6 +77,8 @@ impl TimingSettings {
 pub const SLOW_FACTOR: f64 = 1.5;
 /// Samples a clearly slower candidate gets.
 pub const SLOW_SAMPLES: u32 = 3;
+/// How much slower than the best so far a candidate must be to get `min_samples` only.
+pub const NEAR_FACTOR: f64 = 1.1;
 
 /// A summary of timed samples, in milliseconds.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -149,7 +154,10 @@ mod tests {
         assert_eq!(t.samples_for(10.0), 20);
         assert_eq!(t.samples_for(0.0), t.max_samples);
         assert_eq!(t.samples_for_candidate(1.0, Some(0.5)), SLOW_SAMPLES);
-        assert_eq!(t.samples_for_candidate(1.0, Some(0.9)), t.samples_for(1.0));
+        assert_eq!(t.samples_for_candidate(1.0, Some(0.95)), t.samples_for(1.0));
+        // Between NEAR_FACTOR and SLOW_FACTOR: the floor of the sampling, no more.
+        assert_eq!(t.samples_for_candidate(1.0, Some(0.8)), t.min_samples);
+        assert!(t.samples_for(1.0) > t.min_samples);
         assert_eq!(t.samples_for_candidate(1.0, None), t.samples_for(1.0));
     }
 }

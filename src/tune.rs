@@ -315,7 +315,8 @@ impl TuneReport {
         (peak > 0.0).then(|| self.throughput(ms) / peak * 100.0)
     }
 
-    /// The database entry of the winner, if any candidate was measured.
+    /// The database entry of the winner, if any candidate was measured. Its `produced_by` is
+    /// `None`: the caller knows the host and the shard.
     pub fn to_entry(&self, date: &str) -> Option<Entry> {
         let best = *self.ranked().first()?;
         let m = best.outcome.as_ref().ok()?;
@@ -353,6 +354,7 @@ impl TuneReport {
                 .cloned()
                 .unwrap_or_default(),
             partial: self.partial.then_some(true),
+            produced_by: None,
             also_measured: Vec::new(),
         })
     }

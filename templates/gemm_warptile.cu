@@ -15,6 +15,9 @@
 //               that run together share A rows and B columns in L2 (1 = plain row-major order)
 //   SPLIT_K     K is cut into SPLIT_K chunks (grid z); chunks add into C with atomics, so C
 //               must be zeroed before the launch (the split-K space says zero_output = true)
+//   MIN_BLOCKS  blocks per SM the register allocation must allow (__launch_bounds__): 2 caps
+//               a 256-thread block at 128 registers per thread, so two blocks share an SM and
+//               one's barrier waits and epilogue overlap the other's FMAs
 //
 // Pipeline: the copies of tile kt+STAGES-1 are issued (one cp.async group) at the first k step
 // of tile kt; at its last k step every thread waits for tile kt+1's group, one barrier, and the
@@ -56,6 +59,9 @@
 #endif
 #ifndef SPLIT_K
 #define SPLIT_K 1
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
 #endif
 
 #define WARPS_N (BN / WN)
@@ -135,7 +141,7 @@ __device__ __forceinline__ void wt_add4(float* p, float4 v, bool vec, int valid)
     if (valid > 3) atomicAdd(p + 3, v.w);
 }
 
-extern "C" __global__ void __launch_bounds__(THREADS)
+extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
             float* __restrict__ C)
 {

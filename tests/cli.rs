@@ -375,6 +375,24 @@ fn export_unknown_format_lists_the_accepted_ones() {
 }
 
 #[test]
+fn export_of_a_cubin_needs_an_output_file() {
+    fails_with(
+        &[
+            "export",
+            "--format",
+            "cubin",
+            "--shape",
+            "2048x2048x2048",
+            "--gpu",
+            "NVIDIA H200",
+            "--db",
+            H200_DB,
+        ],
+        &["--format cubin writes a binary file", "-o FILE.cubin"],
+    );
+}
+
+#[test]
 fn export_of_an_unknown_gpu_needs_its_arch() {
     fails_with(
         &[

@@ -332,3 +332,43 @@ fn exported_headers_compile_and_coexist_with_nvrtc_13() {
     assert!(big.contains("namespace autotune_gemv_warp_row_"), "{big}");
     assert_ne!(big, gemv_text);
 }
+
+/// `export --format cubin` writes the database's choice compiled by NVRTC (an ELF cubin for
+/// cuobjdump), without a GPU.
+#[test]
+fn exported_cubin_is_an_elf_for_the_arch() {
+    let Some(dir) = nvrtc_dir("AUTOTUNE_NVRTC13_DIR") else {
+        return;
+    };
+    let db = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/h200-db.toml");
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let out = tmp.path().join("gemm.cubin");
+    let out_s = out.to_str().expect("a UTF-8 temporary path");
+    let args = [
+        "export",
+        "--format",
+        "cubin",
+        "--op",
+        "gemm",
+        "--shape",
+        "2048x2048x2048",
+        "--gpu",
+        "NVIDIA H200",
+        "--db",
+        db,
+        "-o",
+        out_s,
+    ];
+    let r = autotune(&dir, &args);
+    assert!(
+        r.ok,
+        "autotune {}: exit {:?}\nstderr:\n{}",
+        args.join(" "),
+        r.code,
+        tail(&r.stderr, 4000)
+    );
+    assert!(r.stderr.contains("for sm_90 with NVRTC 13."), "{}", r.stderr);
+    let bytes = std::fs::read(&out).expect("the cubin was written");
+    assert!(bytes.len() > 1024, "{} bytes", bytes.len());
+    assert_eq!(&bytes[..4], b"\x7fELF", "not an ELF file");
+}

@@ -1,7 +1,12 @@
 //! Sharding a suite without a GPU: every shape lands in exactly one shard, from `--shard` or
-//! from Slurm's job-array variables, and bad shard specs are refused.
+//! from Slurm's job-array variables, bad shard specs are refused, and merging the shards'
+//! databases gives exactly the union of their entries, each with the producer that made it.
 
 use assert_cmd::Command;
+use autotune::db::{Database, Entry, GpuRecord, MergeOptions, Producer};
+use autotune::shape::{Op, Shape};
+use autotune::shard::{self, Shard};
+use autotune::suite::Suite;
 use std::collections::BTreeSet;
 
 /// The shapes the CLI says shard `spec` tunes (it prints them before it looks for a GPU).
@@ -46,7 +51,7 @@ fn suite_shapes(path: &str) -> BTreeSet<String> {
 fn shards_cover_every_shape_exactly_once() {
     for suite in ["configs/suites/gemm.toml", "configs/suites/gemv.toml"] {
         let all = suite_shapes(suite);
-        for count in 1..=5 {
+        for count in 1..=8 {
             let mut seen = Vec::new();
             for index in 0..count {
                 seen.extend(shard_shapes(suite, Some(&format!("{index}/{count}")), &[]));
@@ -90,5 +95,102 @@ fn bad_shard_specs_are_refused_clearly() {
             err.contains("--shard 0/4") && !err.contains("panicked"),
             "{err}"
         );
+    }
+}
+
+const GPU: &str = "NVIDIA H100 80GB HBM3";
+
+/// The entry a shard's run would write for `shape`, produced by `shard` on `host`.
+fn entry(op: Op, shape: Shape, host: &str, sh: Shard) -> Entry {
+    let ms = shape.flops() / 5e13 * 1e3 + 0.01;
+    Entry {
+        gpu: GPU.to_string(),
+        op,
+        shape: shape.label(op),
+        m: shape.m,
+        n: shape.n,
+        k: shape.k,
+        family: "gemm_tile2d".to_string(),
+        kernel: "gemm_tile2d_k".to_string(),
+        params: [("BM".to_string(), 64 * (1 + sh.index as i64))].into(),
+        median_ms: ms,
+        min_ms: ms,
+        spread_pct: 1.0,
+        samples: 50,
+        gflops: shape.flops() / (ms * 1e6),
+        gbs: shape.min_bytes(op) / (ms * 1e6),
+        cublas_median_ms: ms,
+        vs_cublas: 1.0,
+        pct_of_peak: 50.0,
+        max_rel_error: 1e-6,
+        tolerance: 1e-4,
+        tried: 10,
+        failed: 0,
+        seed: 7,
+        date: "2026-04-20T12:00:00Z".to_string(),
+        tool_version: "0.1.0".to_string(),
+        checksum: "ab".repeat(32),
+        partial: None,
+        produced_by: Some(Producer {
+            host: host.to_string(),
+            device: 0,
+            pci_bus_id: Some("0000:18:00.0".to_string()),
+            uuid: None,
+            shard: Some(sh.to_string()),
+        }),
+        also_measured: Vec::new(),
+    }
+}
+
+#[test]
+fn merging_shard_databases_gives_exactly_their_union() {
+    for suite in ["configs/suites/gemm.toml", "configs/suites/gemv.toml"] {
+        let suite = Suite::load(std::path::Path::new(suite)).unwrap();
+        for count in 1..=8 {
+            // What each task of an N-task job array writes: its shapes, one node each.
+            let shards: Vec<(String, Database)> = (0..count)
+                .map(|index| {
+                    let sh = Shard { index, count };
+                    let mut db = Database::new();
+                    db.upsert_gpu(GpuRecord {
+                        name: GPU.to_string(),
+                        arch: "sm_90".to_string(),
+                        sms: 132,
+                        clock_mhz: 1980,
+                        fp32_peak_gflops: 66_908.16,
+                        memory_mib: 81_559,
+                        driver_version: "13.0".to_string(),
+                        nvrtc_version: "13.0".to_string(),
+                        copy_bandwidth_gbs: Some(2989.0),
+                    });
+                    for shape in shard::select(suite.op, &suite.shapes, sh) {
+                        db.upsert(entry(suite.op, shape, &format!("node{index:02}"), sh));
+                    }
+                    (format!("tuning.shard-{index}-of-{count}.toml"), db)
+                })
+                .collect();
+            let mut union: Vec<Entry> = shards
+                .iter()
+                .flat_map(|(_, db)| db.entries.iter().cloned())
+                .collect();
+            union.sort_by_key(|e| e.key());
+            let (merged, report) =
+                Database::merge_all(shards.clone(), MergeOptions::default()).unwrap();
+            assert_eq!(merged.entries, union, "{count} shards");
+            assert_eq!(merged.entries.len(), suite.shapes.len());
+            assert_eq!(report.added, suite.shapes.len());
+            assert!(report.conflicts.is_empty() && report.gpu_notes.is_empty());
+            assert_eq!(merged.gpus, shards[0].1.gpus);
+            // Each entry names the shard whose shapes it belongs to, and survives a save.
+            for e in &merged.entries {
+                let by = e.produced_by.as_ref().unwrap();
+                let sh = Shard::parse(by.shard.as_deref().unwrap()).unwrap();
+                assert_eq!(sh.count, count);
+                assert_eq!(by.host, format!("node{:02}", sh.index));
+                assert!(shard::select(suite.op, &suite.shapes, sh).contains(&e.shape()));
+            }
+            let text = merged.to_toml_string().unwrap();
+            assert_eq!(Database::from_toml_str(&text, "merged").unwrap(), merged);
+        }
     }
 }

@@ -214,6 +214,20 @@ fn recorded_journals_meet_the_search_target() {
         println!("skipped: {reason}");
         return;
     }
+    // The issue asks for real journals of at least 4 gemm and 2 gemv shapes.
+    let count = |op: &str| {
+        paths
+            .iter()
+            .filter(|p| p.to_string_lossy().contains(&format!("-{op}-")))
+            .count()
+    };
+    assert!(
+        count("gemm") >= 4 && count("gemv") >= 2,
+        "need recorded journals of at least 4 gemm and 2 gemv shapes under {}, found {} and {}",
+        dir.display(),
+        count("gemm"),
+        count("gemv")
+    );
     let sim = simulate::simulate(&paths, &SimulateOptions::default()).unwrap();
     println!("{}", sim.markdown());
     let best = sim.best().expect("a strategy");

@@ -313,7 +313,9 @@ pub(super) fn export_entries(format: Format, target: &Target, output: Option<&Pa
         Format::Csv => formats::entries_csv(&entries),
         Format::Json => formats::entries_json(&gpus, &entries)? + "\n",
         Format::T4 => serde_json::to_string_pretty(&formats::t4(&gpus, &entries))? + "\n",
-        Format::CudaHeader => bail!("--format cuda-header exports one shape, not the database"),
+        Format::CudaHeader | Format::Cubin => {
+            bail!("--format {format} exports one shape, not the database")
+        }
     };
     match output {
         Some(p) => {

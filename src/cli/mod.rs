@@ -269,7 +269,8 @@ struct BestArgs {
 #[derive(Debug, clap::Args)]
 struct ExportArgs {
     /// Output format: cuda-header (a self-contained .cuh: the validated kernel and a host launch
-    /// helper for exactly --shape), or every entry of the database (filtered by --gpu, --op,
+    /// helper for exactly --shape), cubin (that kernel compiled by NVRTC for the arch, as tuning
+    /// compiled it: for cuobjdump or a product's own module loading; needs -o), or every entry of the database (filtered by --gpu, --op,
     /// --shape) as csv, json, or t4 (the autotuning results format of Kernel Tuner and KTT).
     #[arg(long)]
     format: String,
@@ -335,6 +336,33 @@ fn export(a: &ExportArgs) -> Result<()> {
     let choice = lookup::lookup(&db, &gpu, Some(&arch.to_string()), op, shape);
     let catalog = Catalog::builtin()?;
     let family = catalog.get(&choice.family)?;
+    if format == Format::Cubin {
+        if a.check_compile {
+            bail!(
+                "--check-compile applies to --format cuda-header only (a cubin is compiled anyway)"
+            );
+        }
+        let Some(path) = &a.output else {
+            bail!("--format cubin writes a binary file: give -o FILE.cubin");
+        };
+        let source = family.instantiate(&autotune::space::Config {
+            family: choice.family.clone(),
+            params: choice.params.clone(),
+        });
+        compile::check_arch(arch)?;
+        let c = compile::compile(&source, arch)
+            .with_context(|| format!("compiling {} for {arch}", source.kernel_name))?;
+        std::fs::write(path, &c.cubin).with_context(|| format!("writing {}", path.display()))?;
+        eprintln!(
+            "wrote {} ({}, {} for {arch} with NVRTC {}, {} B)",
+            path.display(),
+            choice.describe(op, shape),
+            source.kernel_name,
+            compile::nvrtc_version()?,
+            c.cubin.len()
+        );
+        return Ok(());
+    }
     let text = match format {
         Format::CudaHeader => export::cuda_header(&choice, family, op, shape, &limits, &gpu)?,
         other => bail!("--format {other} exports the database, not one shape"),

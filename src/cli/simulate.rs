@@ -9,9 +9,9 @@ use std::path::PathBuf;
 /// Arguments of `autotune simulate`.
 #[derive(Debug, clap::Args)]
 pub(super) struct SimulateArgs {
-    /// A run journal of a full (exhaustive) run, e.g. results/journal/NVIDIA_H100...jsonl
-    /// (repeatable).
-    #[arg(long = "journal", required = true, value_name = "FILE")]
+    /// Run journals of full (exhaustive) runs, e.g. `--journal tests/data/journals/*.jsonl`
+    /// (several files after one flag, or the flag repeated).
+    #[arg(long = "journal", required = true, value_name = "FILE", num_args = 1..)]
     journals: Vec<PathBuf>,
     /// Strategies to replay: `all` (exhaustive, random, annealing, genetic, model-guided) or a
     /// comma-separated list of them.

@@ -3,7 +3,7 @@
 use super::Args;
 use anyhow::{bail, Context, Result};
 use autotune::compile::{self, Arch, DiskCache};
-use autotune::db::{Database, Entry, GpuRecord};
+use autotune::db::{Database, Entry, GpuRecord, Producer};
 use autotune::device::Device;
 use autotune::journal;
 use autotune::report;
@@ -185,6 +185,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
         journal_dir,
         db_path,
         stop,
+        shard,
     };
     // The suite's shapes are spread over the GPUs (balanced by work); every GPU shares the
     // compile caches.
@@ -320,6 +321,8 @@ struct RunCtx<'a> {
     journal_dir: Option<PathBuf>,
     db_path: PathBuf,
     stop: Arc<AtomicBool>,
+    /// The shard of the suite this run tunes, recorded in each entry's `produced_by`.
+    shard: Option<Shard>,
 }
 
 impl RunCtx<'_> {
@@ -415,7 +418,7 @@ impl RunCtx<'_> {
             } else {
                 print!("{}", report::tune_table(&r, args.top));
             }
-            let Some(entry) = r.to_entry(&tune::utc_now_rfc3339()) else {
+            let Some(mut entry) = r.to_entry(&tune::utc_now_rfc3339()) else {
                 eprintln!(
                     "no candidate validated for {op} {}: every one of {} failed (reasons above); nothing recorded",
                     shape.label(op),
@@ -424,6 +427,18 @@ impl RunCtx<'_> {
                 out.lost.push(shape.label(op));
                 continue;
             };
+            entry.produced_by = Some(Producer {
+                host: autotune::db::this_host(),
+                device: ordinal as u32,
+                pci_bus_id: dev.info.pci_bus_id.clone(),
+                uuid: dev.info.uuid.clone(),
+                shard: self.shard.map(|s| s.to_string()),
+            });
+            // Issue 8 item 5: the previous winner of this GPU x op x shape, re-timed in this run.
+            let previous = Database::load(&self.db_path).ok();
+            if let Some(p) = previous.and_then(|db| db.get(&r.gpu.name, op, shape).cloned()) {
+                eprintln!("{}", autotune::recheck::log_line(&p, &r));
+            }
             // Each shape is saved as soon as it is tuned: an interrupted suite keeps what it
             // did. The file lock lets the other devices' threads and processes write too.
             if !args.no_save {

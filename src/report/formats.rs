@@ -2,7 +2,7 @@
 //! database's own records, lossless) and T4, the autotuning results format of Kernel Tuner and
 //! KTT (schema `T4/1.0.0/results-schema.json`, a copy of which is in `tests/data/t4/`).
 
-use crate::db::{Database, Entry, GpuRecord, SCHEMA_VERSION};
+use crate::db::{Database, Entry, GpuRecord, Producer, SCHEMA_VERSION};
 use crate::shape::Op;
 use crate::space::params_label;
 use serde::{Deserialize, Serialize};
@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 pub const T4_SCHEMA_VERSION: &str = "1.0.0";
 
 /// The header of [`entries_csv`].
-pub const ENTRIES_CSV_HEADER: &str = "gpu,op,shape,m,n,k,family,kernel,params,median_ms,min_ms,spread_pct,samples,gflops,gbs,cublas_median_ms,vs_cublas,pct_of_peak,max_rel_error,tolerance,tried,failed,seed,date,tool_version,checksum,partial,also_measured";
+pub const ENTRIES_CSV_HEADER: &str = "gpu,op,shape,m,n,k,family,kernel,params,median_ms,min_ms,spread_pct,samples,gflops,gbs,cublas_median_ms,vs_cublas,pct_of_peak,max_rel_error,tolerance,tried,failed,seed,date,tool_version,checksum,partial,also_measured,host,device,pci_bus_id,gpu_uuid,shard";
 
 /// `field` as one CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break,
 /// with quotes doubled.
@@ -49,16 +49,30 @@ pub fn select<'a>(
 }
 
 /// Entries as CSV: [`ENTRIES_CSV_HEADER`], then one line per entry with every field of the
-/// database; `params` as `BM=128 BN=64`, `also_measured` as `0.41 ms from a.toml; ...`.
+/// database; `params` as `BM=128 BN=64`, `also_measured` as `0.41 ms from a.toml; ...` (with
+/// ` on node07 device 1 shard 2/8` after a measurement whose producer is known), and the
+/// entry's `produced_by` in the last columns: `host`, `device`, `pci_bus_id`, `gpu_uuid`,
+/// `shard` (empty when not recorded).
 pub fn entries_csv(entries: &[&Entry]) -> String {
     let mut out = format!("{ENTRIES_CSV_HEADER}\n");
     for e in entries {
         let also = e
             .also_measured
             .iter()
-            .map(|m| format!("{} ms from {}", m.median_ms, m.source))
+            .map(|m| {
+                let mut text = format!("{} ms from {}", m.median_ms, m.source);
+                if let Some(p) = &m.produced_by {
+                    let _ = write!(text, " on {} device {}", p.host, p.device);
+                    if let Some(shard) = &p.shard {
+                        let _ = write!(text, " shard {shard}");
+                    }
+                }
+                text
+            })
             .collect::<Vec<_>>()
             .join("; ");
+        let by = e.produced_by.as_ref();
+        let text = |f: fn(&Producer) -> Option<String>| by.and_then(f).unwrap_or_default();
         let fields = [
             e.gpu.clone(),
             e.op.name().to_string(),
@@ -88,6 +102,11 @@ pub fn entries_csv(entries: &[&Entry]) -> String {
             e.checksum.clone(),
             e.partial.map(|p| p.to_string()).unwrap_or_default(),
             also,
+            text(|p| Some(p.host.clone())),
+            text(|p| Some(p.device.to_string())),
+            text(|p| p.pci_bus_id.clone()),
+            text(|p| p.uuid.clone()),
+            text(|p| p.shard.clone()),
         ];
         let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
         let _ = writeln!(out, "{}", line.join(","));
@@ -134,7 +153,8 @@ fn measurement(name: &str, value: f64, unit: &str) -> serde_json::Value {
 ///   the largest relative error;
 /// - `objectives`: `["time"]`;
 /// - `autotune` (an extension; the schema allows more properties): the GPU, op and shape the
-///   result is for, the kernel name, the template checksum and the search's counts.
+///   result is for, the kernel name, the template checksum, the search's counts and, when
+///   recorded, `produced_by` (host, device, PCI bus id, UUID, shard).
 ///
 /// The top level carries `metadata` (tool, time unit, the GPU records) as KTT's T4 files do.
 pub fn t4(gpus: &[&GpuRecord], entries: &[&Entry]) -> serde_json::Value {
@@ -150,7 +170,7 @@ pub fn t4(gpus: &[&GpuRecord], entries: &[&Entry]) -> serde_json::Value {
                 .iter()
                 .find(|g| g.name == e.gpu)
                 .map(|g| g.arch.clone());
-            serde_json::json!({
+            let mut result = serde_json::json!({
                 "timestamp": e.date,
                 "configuration": configuration,
                 "objectives": ["time"],
@@ -186,7 +206,11 @@ pub fn t4(gpus: &[&GpuRecord], entries: &[&Entry]) -> serde_json::Value {
                     "tool_version": e.tool_version,
                     "partial": e.partial.unwrap_or(false),
                 },
-            })
+            });
+            if let Some(p) = &e.produced_by {
+                result["autotune"]["produced_by"] = serde_json::json!(p);
+            }
+            result
         })
         .collect();
     serde_json::json!({
@@ -226,6 +250,59 @@ mod tests {
         assert_eq!((g.len(), e.len()), (1, 2));
         let (g, e) = select(&db, Some("nope"), None);
         assert_eq!((g.len(), e.len()), (0, 0));
+    }
+
+    #[test]
+    fn exports_show_who_produced_each_entry() {
+        let mut db = db();
+        let producer = Producer {
+            host: "node07".into(),
+            device: 1,
+            pci_bus_id: Some("0000:19:00.0".into()),
+            uuid: None,
+            shard: Some("2/8".into()),
+        };
+        db.entries[0].produced_by = Some(producer.clone());
+        let mut other = db.entries[0].clone();
+        other.median_ms *= 2.0;
+        other.produced_by = Some(Producer {
+            host: "node01".into(),
+            device: 0,
+            pci_bus_id: None,
+            uuid: None,
+            shard: Some("0/8".into()),
+        });
+        db.entries[0].also_measured = vec![crate::db::Measurement::of(&other, "s0.toml")];
+        let (g, e) = select(&db, None, None);
+        let csv = entries_csv(&e);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(lines[0].ends_with(",also_measured,host,device,pci_bus_id,gpu_uuid,shard"));
+        assert!(
+            lines[1].ends_with(&format!(
+                ",{} ms from s0.toml on node01 device 0 shard 0/8,node07,1,0000:19:00.0,,2/8",
+                other.median_ms
+            )),
+            "{}",
+            lines[1]
+        );
+        // Entries without a producer leave the columns empty.
+        assert!(lines[2].ends_with(",,,,,,"), "{}", lines[2]);
+        let columns = lines[0].split(',').count();
+        assert!(lines.iter().all(|l| l.split(',').count() == columns));
+
+        let v = t4(&g, &e);
+        let by = &v["results"][0]["autotune"]["produced_by"];
+        assert_eq!(by["host"], "node07");
+        assert_eq!(by["device"], 1);
+        assert_eq!(by["shard"], "2/8");
+        assert!(v["results"][1]["autotune"].get("produced_by").is_none());
+
+        let back: JsonExport = serde_json::from_str(&entries_json(&g, &e).unwrap()).unwrap();
+        assert_eq!(back.entries[0].produced_by, Some(producer));
+        assert_eq!(
+            back.entries[0].also_measured[0].produced_by,
+            other.produced_by
+        );
     }
 
     #[test]
