@@ -367,7 +367,11 @@ fn exported_cubin_is_an_elf_for_the_arch() {
         r.code,
         tail(&r.stderr, 4000)
     );
-    assert!(r.stderr.contains("for sm_90 with NVRTC 13."), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("for sm_90 with NVRTC 13."),
+        "{}",
+        r.stderr
+    );
     let bytes = std::fs::read(&out).expect("the cubin was written");
     assert!(bytes.len() > 1024, "{} bytes", bytes.len());
     assert_eq!(&bytes[..4], b"\x7fELF", "not an ELF file");
