@@ -1,4 +1,4 @@
-//! Reproducibility of a tuning run (issue 8 item 5): "two tunes of the same shape must agree;
+//! Reproducibility of a tuning run: "two tunes of the same shape must agree;
 //! the winner of a second run, re-timed, within 2% of the first run's winner".
 //!
 //! When a shape is tuned again, the database already holds the previous run's winner (W1, with

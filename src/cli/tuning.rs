@@ -434,7 +434,7 @@ impl RunCtx<'_> {
                 uuid: dev.info.uuid.clone(),
                 shard: self.shard.map(|s| s.to_string()),
             });
-            // Issue 8 item 5: the previous winner of this GPU x op x shape, re-timed in this run.
+            // Reproducibility: how the previous winner of this GPU x op x shape did in this run.
             let previous = Database::load(&self.db_path).ok();
             if let Some(p) = previous.and_then(|db| db.get(&r.gpu.name, op, shape).cloned()) {
                 eprintln!("{}", autotune::recheck::log_line(&p, &r));
