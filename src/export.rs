@@ -22,7 +22,7 @@
 
 use crate::lookup::{Choice, Rule};
 use crate::shape::{Op, Shape};
-use crate::space::{Config, Launch, Limits, SpaceError};
+use crate::space::{Launch, Limits, SpaceError};
 use crate::template::{Family, Source};
 use std::fmt::{self, Write as _};
 use std::str::FromStr;
@@ -188,10 +188,7 @@ pub fn cuda_header(
         })
     };
     let (m, n, k) = (dim(shape.m)?, dim(shape.n)?, dim(shape.k)?);
-    let config = Config {
-        family: choice.family.clone(),
-        params: choice.params.clone(),
-    };
+    let config = choice.config();
     let source = family.instantiate(&config);
     let launch = family
         .space
@@ -416,6 +413,7 @@ fn launch_helper(
 mod tests {
     use super::*;
     use crate::lookup::default_config;
+    use crate::space::Config;
     use crate::template::Catalog;
     use std::collections::BTreeMap;
 

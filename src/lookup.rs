@@ -56,6 +56,14 @@ pub struct Choice {
 }
 
 impl Choice {
+    /// The chosen configuration, as a family instantiates and launches it.
+    pub fn config(&self) -> crate::space::Config {
+        crate::space::Config {
+            family: self.family.clone(),
+            params: self.params.clone(),
+        }
+    }
+
     /// One line for logs: the rule, the config and its origin.
     pub fn describe(&self, op: Op, shape: Shape) -> String {
         let params = crate::space::params_label(&self.params);

@@ -23,7 +23,7 @@ use crate::device::{self, DeviceError, DeviceInfo};
 use crate::lookup::{self, Choice, Rule};
 use crate::runner;
 use crate::shape::{Op, Shape, ShapeError};
-use crate::space::{Config, Launch};
+use crate::space::Launch;
 use crate::template::{Catalog, CatalogError};
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream};
 use std::collections::HashMap;
@@ -307,10 +307,7 @@ impl Tuned {
             .catalog
             .get(&choice.family)
             .map_err(|e| config_err(e.to_string()))?;
-        let config = Config {
-            family: choice.family.clone(),
-            params: choice.params.clone(),
-        };
+        let config = choice.config();
         let launch = family
             .space
             .launch(&config, shape, &self.info.limits)

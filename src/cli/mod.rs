@@ -345,10 +345,7 @@ fn export(a: &ExportArgs) -> Result<()> {
         let Some(path) = &a.output else {
             bail!("--format cubin writes a binary file: give -o FILE.cubin");
         };
-        let source = family.instantiate(&autotune::space::Config {
-            family: choice.family.clone(),
-            params: choice.params.clone(),
-        });
+        let source = family.instantiate(&choice.config());
         compile::check_arch(arch)?;
         let c = compile::compile(&source, arch)
             .with_context(|| format!("compiling {} for {arch}", source.kernel_name))?;
@@ -422,10 +419,7 @@ fn best(a: &BestArgs) -> Result<()> {
     );
     let catalog = Catalog::builtin()?;
     let family = catalog.get(&choice.family)?;
-    let config = autotune::space::Config {
-        family: choice.family.clone(),
-        params: choice.params.clone(),
-    };
+    let config = choice.config();
     let limits = arch
         .as_deref()
         .and_then(|s| s.parse::<Arch>().ok())
