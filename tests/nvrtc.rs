@@ -89,6 +89,21 @@ fn autotune(lib_dir: &Path, args: &[&str]) -> Run {
     }
 }
 
+/// [`autotune`], which must succeed: a failure shows the command, the library path and the end
+/// of its stderr.
+fn autotune_ok(lib_dir: &Path, args: &[&str]) -> Run {
+    let r = autotune(lib_dir, args);
+    assert!(
+        r.ok,
+        "autotune {} (LD_LIBRARY_PATH={}): exit {:?}\nstderr:\n{}",
+        args.join(" "),
+        lib_dir.display(),
+        r.code,
+        tail(&r.stderr, 4000)
+    );
+    r
+}
+
 /// The last `n` characters of `s`, for messages.
 fn tail(s: &str, n: usize) -> &str {
     let start = s.len().saturating_sub(n);
@@ -294,15 +309,7 @@ fn exported_headers_compile_and_coexist_with_nvrtc_13() {
             "--check-compile",
         ];
         args.extend_from_slice(extra);
-        let r = autotune(&dir, &args);
-        assert!(
-            r.ok,
-            "autotune {} (LD_LIBRARY_PATH={}): exit {:?}\nstderr:\n{}",
-            args.join(" "),
-            dir.display(),
-            r.code,
-            tail(&r.stderr, 4000)
-        );
+        let r = autotune_ok(&dir, &args);
         assert!(
             r.stderr.contains("compiles for sm_90 with NVRTC 13."),
             "{}",
@@ -359,14 +366,7 @@ fn exported_cubin_is_an_elf_for_the_arch() {
         "-o",
         out_s,
     ];
-    let r = autotune(&dir, &args);
-    assert!(
-        r.ok,
-        "autotune {}: exit {:?}\nstderr:\n{}",
-        args.join(" "),
-        r.code,
-        tail(&r.stderr, 4000)
-    );
+    let r = autotune_ok(&dir, &args);
     assert!(
         r.stderr.contains("for sm_90 with NVRTC 13."),
         "{}",
