@@ -4,12 +4,14 @@
 # Full logs and the database go to $OUT (default: a temp dir); a short table is printed last.
 #   SHAPES="2048x2048x2048 4096x4096x4096" OP=gemm bash scripts/gpu.sh
 #   SUITES="configs/suites/gemv.toml" SHAPES= bash scripts/gpu.sh     # whole suites
-#   SKIP_TESTS=1 skips the GPU tests.
+#   SKIP_TESTS=1 skips the GPU tests. DB_FROM=file starts from that database, not results/tuning.toml.
 #   FAULTS=1 tunes the fault suite (tests/data/faults) through the CLI.
 #   KILL_RESUME=1 kills a tune with -9 halfway and finishes it with --resume.
 #   SASS=1 dumps the SASS and register use of the gemm winners of SASS_SHAPES (cuobjdump).
 #   COLD_WARM=1 tunes COLD_SHAPE twice, with an empty then a warm compile cache (timed).
 #   NCU=1 profiles the gemm winner of NCU_SHAPE and cuBLAS's SGEMM with Nsight Compute.
+#   CROSS=1 runs every GPU's winner of CROSS_SUITE here (`autotune cross`) into
+#   $OUT/portability.json (starting from results/portability.json) and portability.md.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
@@ -17,7 +19,13 @@ OP=${OP:-gemm}
 SHAPES=${SHAPES-"2048x2048x2048 4096x4096x4096"}
 SUITES=${SUITES:-}
 DB="$OUT/tuning.toml"
-[ -f results/tuning.toml ] && cp results/tuning.toml "$DB"
+# The database to start from (and update): DB_FROM, else results/tuning.toml.
+if [ -n "${DB_FROM:-}" ] && [ ! -f "$DB_FROM" ]; then
+  echo "gpu.sh: DB_FROM=$DB_FROM does not exist; give the path of a tuning database" >&2
+  exit 2
+fi
+DB_FROM=${DB_FROM:-results/tuning.toml}
+[ -f "$DB_FROM" ] && [ "$DB_FROM" != "$DB" ] && cp "$DB_FROM" "$DB"
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv | tee "$OUT/gpu.txt"
 export AUTOTUNE_REQUIRE_GPU=1
 # The GPU tests start workers from the carried binary, not the path cargo built it at.
@@ -150,6 +158,14 @@ torch.cuda.synchronize()" >"$OUT/ncu-cublas.log" 2>&1
       grep -E "^  [a-zA-Z_]+.*\(|Registers Per Thread|Achieved Occupancy|Issue Slots Busy|Issued Warp Per Scheduler|No Eligible|Compute \(SM\) Throughput|SM Frequency|Duration|Warp Cycles Per Issued|Local Memory" "$OUT/$f.log" | head -16
     done
   } | tee -a "$OUT/summary.txt"
+fi
+if [ "${CROSS:-0}" = 1 ]; then
+  # Every GPU's recorded winner, run on this GPU next to its own (after the tuning above).
+  csuite=${CROSS_SUITE:-configs/suites/gemm.toml}
+  [ -f "$OUT/portability.json" ] || cp results/portability.json "$OUT/portability.json"
+  .gpu/autotune cross --suite "$csuite" --db "$DB" --portability "$OUT/portability.json" \
+    --out "$OUT/portability.md" >"$OUT/cross.log" 2>&1 || status=1
+  { echo "== cross, $csuite"; grep -E "^\| .* \| .* %" "$OUT/portability.md" | head -8; } | tee -a "$OUT/summary.txt"
 fi
 # At most 8 files come back from the GPU machine: keep the database, the summary and the suite
 # tables as files, and pack every log into one archive.
