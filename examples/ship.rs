@@ -11,8 +11,7 @@ use autotune::lookup::Rule;
 use autotune::runner;
 use autotune::template::Catalog;
 use autotune::{Op, Shape, Tuned};
-use cudarc::cublas::sys::cublasOperation_t;
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
+use cudarc::cublas::{CudaBlas, Gemm, Gemv};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
@@ -92,7 +91,6 @@ fn main() -> Res<()> {
         let b = stream.clone_htod(&random(k * n, 2))?;
         let mut out = stream.alloc_zeros::<f32>(m * n)?;
         let mut reference = stream.alloc_zeros::<f32>(m * n)?;
-        let (mi, ni, ki) = (m as i32, n as i32, k as i32);
         let ours = time_ms(&ctx, &stream, &mut flush, 20, || {
             match op {
                 Op::Gemm => tuned.gemm(&stream, m, n, k, &a, &b, &mut out)?,
@@ -104,37 +102,12 @@ fn main() -> Res<()> {
             unsafe {
                 match op {
                     Op::Gemm => blas.gemm(
-                        GemmConfig {
-                            transa: cublasOperation_t::CUBLAS_OP_N,
-                            transb: cublasOperation_t::CUBLAS_OP_N,
-                            m: ni,
-                            n: mi,
-                            k: ki,
-                            alpha: 1.0f32,
-                            lda: ni,
-                            ldb: ki,
-                            beta: 0.0,
-                            ldc: ni,
-                        },
+                        runner::row_major_gemm(shape, 1.0f32),
                         &b,
                         &a,
                         &mut reference,
                     )?,
-                    Op::Gemv => blas.gemv(
-                        GemvConfig {
-                            trans: cublasOperation_t::CUBLAS_OP_T,
-                            m: ki,
-                            n: mi,
-                            alpha: 1.0f32,
-                            lda: ki,
-                            incx: 1,
-                            beta: 0.0,
-                            incy: 1,
-                        },
-                        &a,
-                        &b,
-                        &mut reference,
-                    )?,
+                    Op::Gemv => blas.gemv(runner::row_major_gemv(shape), &a, &b, &mut reference)?,
                 }
             }
             Ok(())

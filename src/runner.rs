@@ -318,52 +318,22 @@ impl<'d> Bench<'d> {
     }
 
     fn enqueue(&mut self, work: &Work) -> Result<(), String> {
-        let (m, n, k) = (
-            self.shape.m as i32,
-            self.shape.n as i32,
-            self.shape.k as i32,
-        );
         let len = self.out.len() - 2 * GUARD;
         let mut out = self.out.slice_mut(GUARD..GUARD + len);
         match work {
             Work::Cublas => match self.op {
-                // Row-major C = A B is column-major C^T = B^T A^T.
+                // SAFETY: the buffers were allocated for this shape.
                 Op::Gemm => unsafe {
                     self.blas.gemm(
-                        GemmConfig {
-                            transa: cublasOperation_t::CUBLAS_OP_N,
-                            transb: cublasOperation_t::CUBLAS_OP_N,
-                            m: n,
-                            n: m,
-                            k,
-                            alpha: 1.0f32,
-                            lda: n,
-                            ldb: k,
-                            beta: 0.0,
-                            ldc: n,
-                        },
+                        row_major_gemm(self.shape, 1.0f32),
                         &self.b,
                         &self.a,
                         &mut out,
                     )
                 },
-                // Row-major A (M x K) is column-major A^T (K x M): y = (A^T)^T x.
                 Op::Gemv => unsafe {
-                    self.blas.gemv(
-                        GemvConfig {
-                            trans: cublasOperation_t::CUBLAS_OP_T,
-                            m: k,
-                            n: m,
-                            alpha: 1.0f32,
-                            lda: k,
-                            incx: 1,
-                            beta: 0.0,
-                            incy: 1,
-                        },
-                        &self.a,
-                        &self.b,
-                        &mut out,
-                    )
+                    self.blas
+                        .gemv(row_major_gemv(self.shape), &self.a, &self.b, &mut out)
                 },
             }
             .map_err(|e| format!("cuBLAS: {e:?}")),
@@ -659,6 +629,41 @@ fn guard_violation(before: &[f32], after: &[f32]) -> Option<Failure> {
     })
 }
 
+/// cuBLAS's configuration for row-major `C (M x N) = A (M x K) B (K x N)` with `beta = 0`.
+/// cuBLAS is column-major, and row-major C = A B is column-major C^T = B^T A^T: pass B as
+/// cuBLAS's first matrix and A as its second.
+pub fn row_major_gemm<T: Default>(shape: Shape, alpha: T) -> GemmConfig<T> {
+    let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
+    GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_N,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: n,
+        n: m,
+        k,
+        alpha,
+        lda: n,
+        ldb: k,
+        beta: T::default(),
+        ldc: n,
+    }
+}
+
+/// cuBLAS's configuration for `y = A x` with row-major `A (M x K)`: column-major that is
+/// A^T (K x M), so y = (A^T)^T x.
+pub fn row_major_gemv(shape: Shape) -> GemvConfig<f32> {
+    let (m, k) = (shape.m as i32, shape.k as i32);
+    GemvConfig {
+        trans: cublasOperation_t::CUBLAS_OP_T,
+        m: k,
+        n: m,
+        alpha: 1.0,
+        lda: k,
+        incx: 1,
+        beta: 0.0,
+        incy: 1,
+    }
+}
+
 /// Float64 reference on the GPU with cuBLAS DGEMM: the values, then the bound from |A| |B|.
 fn gpu_dgemm_reference(
     dev: &Device,
@@ -667,20 +672,8 @@ fn gpu_dgemm_reference(
     a: &[f32],
     b: &[f32],
 ) -> Result<(Vec<f64>, Vec<f64>), RunError> {
-    let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
     let s = &dev.stream;
-    let cfg = GemmConfig {
-        transa: cublasOperation_t::CUBLAS_OP_N,
-        transb: cublasOperation_t::CUBLAS_OP_N,
-        m: n,
-        n: m,
-        k,
-        alpha: 1.0f64,
-        lda: n,
-        ldb: k,
-        beta: 0.0,
-        ldc: n,
-    };
+    let cfg = row_major_gemm(shape, 1.0f64);
     let mut c = s
         .alloc_zeros::<f64>(shape.m as usize * shape.n as usize)
         .during("allocating the float64 reference")?;
@@ -734,4 +727,22 @@ pub fn copy_bandwidth_gbs(dev: &Device) -> Result<f64, RunError> {
         RunError::Measurement("the copy-bandwidth events gave no valid time".into())
     })?;
     Ok(2.0 * bytes as f64 / (stats.median_ms * 1e-3) / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_major_configs_swap_to_column_major() {
+        // Row-major C (3 x 5) = A (3 x 7) B (7 x 5) is column-major C^T (5 x 3) = B^T A^T.
+        let g = row_major_gemm(Shape { m: 3, n: 5, k: 7 }, 1.0f32);
+        assert_eq!((g.m, g.n, g.k), (5, 3, 7));
+        assert_eq!((g.lda, g.ldb, g.ldc), (5, 7, 5));
+        assert_eq!((g.alpha, g.beta), (1.0, 0.0));
+        // Row-major A (3 x 7) is column-major A^T (7 x 3), used transposed.
+        let v = row_major_gemv(Shape { m: 3, n: 1, k: 7 });
+        assert_eq!((v.m, v.n, v.lda), (7, 3, 7));
+        assert_eq!(v.trans, cublasOperation_t::CUBLAS_OP_T);
+    }
 }
