@@ -165,7 +165,7 @@ if [ "${CROSS:-0}" = 1 ]; then
   [ -f "$OUT/portability.json" ] || cp results/portability.json "$OUT/portability.json"
   .gpu/autotune cross --suite "$csuite" --db "$DB" --portability "$OUT/portability.json" \
     --out "$OUT/portability.md" >"$OUT/cross.log" 2>&1 || status=1
-  { echo "== cross, $csuite"; grep -E "^\| .* \| .* %" "$OUT/portability.md" | head -8; } | tee -a "$OUT/summary.txt"
+  { echo "== cross, $csuite"; grep -E '^\| [^|]+ \| [0-9.]+ % ' "$OUT/portability.md"; } | tee -a "$OUT/summary.txt"
 fi
 # At most 8 files come back from the GPU machine: keep the database, the summary and the suite
 # tables as files, and pack every log into one archive.

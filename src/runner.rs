@@ -321,8 +321,8 @@ impl<'d> Bench<'d> {
         let len = self.out.len() - 2 * GUARD;
         let mut out = self.out.slice_mut(GUARD..GUARD + len);
         match work {
+            // SAFETY (both calls): a, b and out were allocated for this shape.
             Work::Cublas => match self.op {
-                // SAFETY: the buffers were allocated for this shape.
                 Op::Gemm => unsafe {
                     self.blas.gemm(
                         row_major_gemm(self.shape, 1.0f32),
