@@ -434,16 +434,19 @@ impl RunCtx<'_> {
                 uuid: dev.info.uuid.clone(),
                 shard: self.shard.map(|s| s.to_string()),
             });
-            // Reproducibility: how the previous winner of this GPU x op x shape did in this run.
-            let previous = Database::load(&self.db_path).ok();
-            if let Some(p) = previous.and_then(|db| db.get(&r.gpu.name, op, shape).cloned()) {
-                eprintln!("{}", autotune::recheck::log_line(&p, &r));
-            }
+            // The previous winner of this GPU x op x shape (for the reproducibility line) is read
+            // from the database as the save finds it, under its lock: one load, not two.
             // Each shape is saved as soon as it is tuned: an interrupted suite keeps what it
             // did. The file lock lets the other devices' threads and processes write too.
-            if !args.no_save {
+            let previous = if args.no_save {
+                Database::load(&self.db_path)
+                    .ok()
+                    .and_then(|db| db.get(&r.gpu.name, op, shape).cloned())
+            } else {
                 let (g, e) = (r.gpu.clone(), entry.clone());
+                let mut before = None;
                 Database::update_file(&self.db_path, |db| {
+                    before = db.get(&g.name, op, shape).cloned();
                     db.upsert_gpu(g);
                     db.upsert(e);
                     Ok(())
@@ -454,6 +457,10 @@ impl RunCtx<'_> {
                     op,
                     shape.label(op)
                 );
+                before
+            };
+            if let Some(p) = previous {
+                eprintln!("{}", autotune::recheck::log_line(&p, &r));
             }
             out.gpu = Some(r.gpu.clone());
             out.winners.push(entry);
