@@ -18,7 +18,7 @@ use crate::report::compare::short_gpu_name;
 use crate::report::{geomean, Table};
 use crate::runner::{Bench, RunError};
 use crate::shape::{Op, Shape};
-use crate::space::{params_label, Config};
+use crate::space::{config_label, Config};
 use crate::template::{Catalog, Source};
 use crate::timing::TimingSettings;
 use serde::{Deserialize, Serialize};
@@ -95,7 +95,7 @@ pub struct CrossMeasurement {
 impl CrossMeasurement {
     /// `family BM=.. BN=..`.
     pub fn config_label(&self) -> String {
-        format!("{} {}", self.family, params_label(&self.params))
+        config_label(&self.family, &self.params)
     }
 }
 

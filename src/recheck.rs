@@ -19,9 +19,8 @@
 //! Pure: no GPU, no I/O.
 
 use crate::db::Entry;
-use crate::space::params_label;
+use crate::space::config_label;
 use crate::tune::{CandidateResult, TuneReport};
-use std::collections::BTreeMap;
 use std::fmt;
 
 /// The largest deviation, in percent, at which two runs agree.
@@ -74,16 +73,12 @@ pub enum Recheck {
     },
 }
 
-fn label(family: &str, params: &BTreeMap<String, i64>) -> String {
-    format!("{family} {}", params_label(params))
-}
-
 /// Compares the previous winner `previous` (the database entry of the same GPU, op and shape,
 /// written before this run) with this run's `results`; see the module documentation for the
 /// rule. The new winner is the fastest measured result (the first of equals, as
 /// [`crate::tune::TuneReport::ranked`] picks it).
 pub fn recheck(previous: &Entry, results: &[CandidateResult]) -> Recheck {
-    let prev = label(&previous.family, &previous.params);
+    let prev = config_label(&previous.family, &previous.params);
     let same = |r: &&CandidateResult| r.family == previous.family && r.params == previous.params;
     let retimed = results.iter().filter(same).find_map(|r| r.median_ms());
     let winner = results
@@ -97,7 +92,7 @@ pub fn recheck(previous: &Entry, results: &[CandidateResult]) -> Recheck {
                 previous: prev,
                 previous_ms: previous.median_ms,
                 retimed_ms,
-                winner: label(&w.family, &w.params),
+                winner: config_label(&w.family, &w.params),
                 winner_ms,
                 deviation_pct,
                 // 1e-9: 0.98 against 1.00 is 2.0000000000000018% in floating point.
@@ -177,6 +172,7 @@ mod tests {
     use super::*;
     use crate::runner::{Failure, Measured, Stage};
     use crate::timing::Stats;
+    use std::collections::BTreeMap;
 
     fn params(bm: i64, bn: i64) -> BTreeMap<String, i64> {
         [("BM".to_string(), bm), ("BN".to_string(), bn)].into()

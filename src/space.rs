@@ -192,6 +192,11 @@ pub fn params_label(params: &BTreeMap<String, i64>) -> String {
         .join(" ")
 }
 
+/// `family BM=64 BN=128 ...`: a config as logs and reports name it.
+pub fn config_label(family: &str, params: &BTreeMap<String, i64>) -> String {
+    format!("{family} {}", params_label(params))
+}
+
 impl Config {
     /// `BM=64 BN=128 ...`, for tables.
     pub fn params_label(&self) -> String {

@@ -210,7 +210,7 @@ impl Cell {
         Cell {
             family: e.family.clone(),
             params: e.params.clone(),
-            config: format!("{} {}", e.family, params_label(&e.params)),
+            config: crate::space::config_label(&e.family, &e.params),
             median_ms: e.median_ms,
             throughput,
             pct_of_peak: peak.filter(|p| *p > 0.0).map(|p| throughput / p * 100.0),
