@@ -36,7 +36,7 @@
 //! (`.<name>.tmp.<pid>.<nanos>.<n>`, hidden, next to the database). Readers never look at it,
 //! and the next save or update of the same database removes it while holding the lock.
 
-use crate::shape::{Op, Shape};
+use crate::problem::{Op, Shape};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::{self, Write as _};
@@ -275,7 +275,7 @@ impl Measurement {
             "{}'s {} {} at {:.4} ms{}",
             self.source,
             self.family,
-            crate::space::params_label(&self.params),
+            crate::family::space::params_label(&self.params),
             self.median_ms,
             self.produced_by
                 .as_ref()

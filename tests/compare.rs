@@ -4,10 +4,10 @@
 //! is the whole of it.
 
 use assert_cmd::Command;
-use autotune::cross::{CrossMeasurement, Portability};
 use autotune::db::Database;
+use autotune::problem::{Op, Shape};
 use autotune::report::formats::JsonExport;
-use autotune::shape::{Op, Shape};
+use autotune::tuning::cross::{CrossMeasurement, Portability};
 use std::fs;
 use std::path::{Path, PathBuf};
 

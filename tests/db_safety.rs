@@ -5,7 +5,7 @@
 //! Needs no GPU.
 
 use autotune::db::Database;
-use autotune::shape::{Op, Shape};
+use autotune::problem::{Op, Shape};
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

@@ -2,16 +2,16 @@
 //! to end. Without a GPU each test prints `skipped: <reason>` and passes, unless
 //! `AUTOTUNE_REQUIRE_GPU=1` (set by scripts/gpu.sh) turns the skip into a failure.
 
-use autotune::compile::Cache;
+use autotune::cuda::device::Device;
+use autotune::cuda::isolate::WorkerSettings;
+use autotune::cuda::nvrtc::Cache;
 use autotune::db::Database;
-use autotune::device::Device;
-use autotune::runner::Stage;
+use autotune::family::catalog::Catalog;
+use autotune::measure::outcome::Stage;
+use autotune::measure::timing::TimingSettings;
+use autotune::problem::{Op, Shape};
 use autotune::search::Exhaustive;
-use autotune::shape::{Op, Shape};
-use autotune::template::Catalog;
-use autotune::timing::TimingSettings;
-use autotune::tune::{self, Silent, TuneOptions};
-use autotune::worker::WorkerSettings;
+use autotune::tuning::tune::{self, Silent, TuneOptions};
 use std::collections::BTreeSet;
 
 fn device() -> Option<Device> {
@@ -206,7 +206,7 @@ fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
         "the 4 finished candidates come from the journal"
     );
     assert_eq!(r.results.len(), 9);
-    let fault = |c: &tune::CandidateResult| c.params["FAULT"];
+    let fault = |c: &autotune::tuning::outcome::CandidateResult| c.params["FAULT"];
     for c in &r.results {
         println!(
             "FAULT={} {}: {:?}",

@@ -12,8 +12,8 @@
 //! `AUTOTUNE_REQUIRE_NVRTC=1` (set in CI), which turns the skip into a failure.
 
 use assert_cmd::Command;
-use autotune::shape::Op;
-use autotune::template::Catalog;
+use autotune::family::catalog::Catalog;
+use autotune::problem::Op;
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

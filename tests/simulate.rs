@@ -4,11 +4,11 @@
 //! there are none, unless AUTOTUNE_REQUIRE_JOURNALS=1). Needs no GPU.
 
 use assert_cmd::Command;
-use autotune::journal::{CandidateRecord, Header, Record, Writer, JOURNAL_VERSION};
-use autotune::runner::{Failure, Measured, Stage};
-use autotune::shape::{Op, Shape};
-use autotune::simulate::{self, SimulateOptions};
-use autotune::timing::{Stats, TimingSettings};
+use autotune::measure::outcome::{Failure, Measured, Stage};
+use autotune::measure::timing::{Stats, TimingSettings};
+use autotune::problem::{Op, Shape};
+use autotune::tuning::journal::{CandidateRecord, Header, Record, Writer, JOURNAL_VERSION};
+use autotune::tuning::replay::{self, SimulateOptions};
 use std::path::{Path, PathBuf};
 
 fn autotune(args: &[&str]) -> (Option<i32>, String, String) {
@@ -228,7 +228,7 @@ fn recorded_journals_meet_the_search_target() {
         count("gemm"),
         count("gemv")
     );
-    let sim = simulate::simulate(&paths, &SimulateOptions::default()).unwrap();
+    let sim = replay::simulate(&paths, &SimulateOptions::default()).unwrap();
     println!("{}", sim.markdown());
     let best = sim.best().expect("a strategy");
     assert!(

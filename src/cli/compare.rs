@@ -4,18 +4,18 @@
 
 use super::Target;
 use anyhow::{bail, Context, Result};
-use autotune::compile;
-use autotune::cross::{self, CrossOptions, Portability};
+use autotune::cuda::device::Device;
+use autotune::cuda::nvrtc;
 use autotune::db::{Database, MergeError, MergeOptions};
-use autotune::device::Device;
-use autotune::export::Format;
+use autotune::family::catalog::Catalog;
+use autotune::measure::timing::TimingSettings;
+use autotune::problem::{Op, Shape};
+use autotune::product::export::Format;
 use autotune::report::chart;
 use autotune::report::compare::{self as cmp, CompareError, Comparison};
 use autotune::report::formats;
-use autotune::shape::{Op, Shape};
-use autotune::suite::Suite;
-use autotune::template::Catalog;
-use autotune::timing::TimingSettings;
+use autotune::tuning::cross::{self, CrossOptions, Portability};
+use autotune::tuning::suite::Suite;
 use std::path::{Path, PathBuf};
 
 /// Loads a database that must exist (a missing file is an error here, not an empty database:
@@ -425,8 +425,8 @@ pub(super) fn cross(a: &CrossArgs) -> Result<()> {
             TimingSettings::default()
         },
     };
-    let cache = compile::Cache::new();
-    let date = autotune::tune::utc_now_rfc3339();
+    let cache = nvrtc::Cache::new();
+    let date = autotune::tuning::outcome::utc_now_rfc3339();
     let run = cross::run(
         &dev,
         &catalog,

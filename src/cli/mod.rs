@@ -5,15 +5,16 @@ mod simulate;
 mod tuning;
 
 use anyhow::{bail, Context, Result};
-use autotune::compile::{self, Arch};
+use autotune::cuda::device::Device;
+use autotune::cuda::nvrtc;
 use autotune::db::Database;
-use autotune::device::Device;
-use autotune::export::{self, Format};
-use autotune::lookup;
+use autotune::family::catalog::{Catalog, Source};
+use autotune::gpu::Arch;
+use autotune::problem::{Op, Shape};
+use autotune::product::export::{self, Format};
+use autotune::product::lookup;
 use autotune::report;
-use autotune::shape::{Op, Shape};
-use autotune::suite::Suite;
-use autotune::template::{Catalog, Source};
+use autotune::tuning::suite::Suite;
 use clap::Parser;
 use std::path::PathBuf;
 
@@ -328,7 +329,7 @@ fn export(a: &ExportArgs) -> Result<()> {
         bail!("the arch of GPU '{gpu}' is unknown (it is not in {}): pass --arch sm_XY, e.g. sm_90 for an H100/H200", a.target.db.display());
     };
     let arch: Arch = arch.parse()?;
-    let Some(limits) = autotune::space::Limits::for_arch(arch.number() as i64) else {
+    let Some(limits) = autotune::family::space::Limits::for_arch(arch.number() as i64) else {
         bail!(
             "no launch limits are known for {arch}: pass --arch with a supported arch, e.g. sm_90"
         );
@@ -346,8 +347,8 @@ fn export(a: &ExportArgs) -> Result<()> {
             bail!("--format cubin writes a binary file: give -o FILE.cubin");
         };
         let source = family.instantiate(&choice.config());
-        compile::check_arch(arch)?;
-        let c = compile::compile(&source, arch)
+        nvrtc::check_arch(arch)?;
+        let c = nvrtc::compile(&source, arch)
             .with_context(|| format!("compiling {} for {arch}", source.kernel_name))?;
         std::fs::write(path, &c.cubin).with_context(|| format!("writing {}", path.display()))?;
         eprintln!(
@@ -355,7 +356,7 @@ fn export(a: &ExportArgs) -> Result<()> {
             path.display(),
             choice.describe(op, shape),
             source.kernel_name,
-            compile::nvrtc_version()?,
+            nvrtc::nvrtc_version()?,
             c.cubin.len()
         );
         return Ok(());
@@ -379,8 +380,8 @@ fn export(a: &ExportArgs) -> Result<()> {
             kernel_name: export::helper_name(op, shape),
             code,
         };
-        compile::check_arch(arch)?;
-        let c = compile::compile(&source, arch)
+        nvrtc::check_arch(arch)?;
+        let c = nvrtc::compile(&source, arch)
             .context("the exported header does not compile with NVRTC")?;
         eprintln!(
             "the header{} compiles for {arch} with NVRTC {} ({} B cubin, {:.0} ms)",
@@ -389,7 +390,7 @@ fn export(a: &ExportArgs) -> Result<()> {
             } else {
                 ""
             },
-            compile::nvrtc_version()?,
+            nvrtc::nvrtc_version()?,
             c.cubin.len(),
             c.compile_ms
         );
@@ -423,8 +424,8 @@ fn best(a: &BestArgs) -> Result<()> {
     let limits = arch
         .as_deref()
         .and_then(|s| s.parse::<Arch>().ok())
-        .and_then(|x| autotune::space::Limits::for_arch(x.number() as i64))
-        .or_else(|| autotune::space::Limits::for_arch(90));
+        .and_then(|x| autotune::family::space::Limits::for_arch(x.number() as i64))
+        .or_else(|| autotune::family::space::Limits::for_arch(90));
     if let Some(limits) = limits {
         let l = family
             .space
@@ -434,7 +435,7 @@ fn best(a: &BestArgs) -> Result<()> {
                     "the config chosen for {op} {} ({} {}) cannot be launched: re-tune that shape or fix its entry in {}",
                     shape.label(op),
                     choice.family,
-                    autotune::space::params_label(&choice.params),
+                    autotune::family::space::params_label(&choice.params),
                     a.target.db.display()
                 )
             })?;

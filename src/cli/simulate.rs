@@ -1,9 +1,9 @@
 //! `autotune simulate`: replays recorded run journals offline to compare search strategies.
 
 use anyhow::{bail, Context, Result};
-use autotune::compile::Arch;
+use autotune::gpu::Arch;
 use autotune::search;
-use autotune::simulate::{self, SimulateOptions, REPLAYED};
+use autotune::tuning::replay::{self, SimulateOptions, REPLAYED};
 use std::path::PathBuf;
 
 /// Arguments of `autotune simulate`.
@@ -77,7 +77,7 @@ pub(super) fn run(a: &SimulateArgs) -> Result<()> {
         arch,
         sms: a.sms,
     };
-    let sim = simulate::simulate(&a.journals, &opts)?;
+    let sim = replay::simulate(&a.journals, &opts)?;
     let text = if markdown {
         sim.markdown()
     } else {

@@ -2,20 +2,22 @@
 
 use super::Args;
 use anyhow::{bail, Context, Result};
-use autotune::compile::{self, Arch, DiskCache};
+use autotune::cuda::bench;
+use autotune::cuda::device::Device;
+use autotune::cuda::isolate::{self, WorkerSettings};
+use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::{Database, Entry, GpuRecord, Producer};
-use autotune::device::Device;
-use autotune::journal;
+use autotune::family::catalog::Catalog;
+use autotune::gpu::Arch;
+use autotune::measure::timing::TimingSettings;
+use autotune::problem::{Op, Shape};
 use autotune::report;
-use autotune::runner;
 use autotune::search;
-use autotune::shape::{Op, Shape};
-use autotune::shard::{self, Shard};
-use autotune::suite::Suite;
-use autotune::template::Catalog;
-use autotune::timing::TimingSettings;
-use autotune::tune::{self, Phase, Progress, TuneOptions};
-use autotune::worker::{self, WorkerSettings};
+use autotune::tuning::journal;
+use autotune::tuning::outcome;
+use autotune::tuning::shard::{self, Shard};
+use autotune::tuning::suite::Suite;
+use autotune::tuning::tune::{self, Phase, Progress, TuneOptions};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,11 +39,11 @@ fn interrupt_flag() -> Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
-/// `autotune __worker`: serves one parent over stdin/stdout (see `autotune::worker`).
+/// `autotune __worker`: serves one parent over stdin/stdout (see `autotune::cuda::isolate`).
 pub(super) fn worker() -> ! {
     // Ctrl-C reaches the whole process group; the parent decides what stops.
     let _ = ctrlc::set_handler(|| {});
-    let code = worker::serve(std::io::stdin().lock(), std::io::stdout().lock());
+    let code = isolate::serve(std::io::stdin().lock(), std::io::stdout().lock());
     // The CUDA context may be broken: leave without running its destructors.
     std::process::exit(code)
 }
@@ -179,7 +181,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
         args,
         op,
         catalog: &catalog,
-        cache: compile::Cache::new(),
+        cache: nvrtc::Cache::new(),
         bars: &bars,
         opts,
         journal_dir,
@@ -281,7 +283,7 @@ fn parse_devices(args: &Args) -> Result<Vec<usize>> {
         return Ok(vec![args.device]);
     };
     if list.trim() == "all" {
-        let n = autotune::device::device_count()?;
+        let n = autotune::cuda::device::device_count()?;
         if n <= 0 {
             bail!("--devices all: the driver reports no CUDA device");
         }
@@ -315,7 +317,7 @@ struct RunCtx<'a> {
     args: &'a Args,
     op: Op,
     catalog: &'a Catalog,
-    cache: compile::Cache,
+    cache: nvrtc::Cache,
     bars: &'a Bars,
     opts: TuneOptions,
     journal_dir: Option<PathBuf>,
@@ -340,7 +342,7 @@ impl RunCtx<'_> {
         let bandwidth = match known {
             Some(b) => b,
             None => {
-                let b = runner::copy_bandwidth_gbs(&dev)?;
+                let b = bench::copy_bandwidth_gbs(&dev)?;
                 eprintln!(
                     "device {ordinal}: measured device-to-device copy bandwidth: {b:.0} GB/s"
                 );
@@ -418,7 +420,7 @@ impl RunCtx<'_> {
             } else {
                 print!("{}", report::tune_table(&r, args.top));
             }
-            let Some(mut entry) = r.to_entry(&tune::utc_now_rfc3339()) else {
+            let Some(mut entry) = r.to_entry(&outcome::utc_now_rfc3339()) else {
                 eprintln!(
                     "no candidate validated for {op} {}: every one of {} failed (reasons above); nothing recorded",
                     shape.label(op),
@@ -460,7 +462,7 @@ impl RunCtx<'_> {
                 before
             };
             if let Some(p) = previous {
-                eprintln!("{}", autotune::recheck::log_line(&p, &r));
+                eprintln!("{}", autotune::tuning::recheck::log_line(&p, &r));
             }
             out.gpu = Some(r.gpu.clone());
             out.winners.push(entry);

@@ -6,7 +6,7 @@
 //! because plotters' automatic label placement does not know about groups of bars.
 
 use super::compare::{short_gpu_name, Cell, Comparison};
-use crate::shape::Op;
+use crate::problem::Op;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;

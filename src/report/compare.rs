@@ -8,8 +8,8 @@
 
 use super::{geomean, unit, Table};
 use crate::db::{Database, Entry, GpuRecord};
-use crate::shape::{Op, Shape};
-use crate::space::params_label;
+use crate::family::space::params_label;
+use crate::problem::{Op, Shape};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -210,7 +210,7 @@ impl Cell {
         Cell {
             family: e.family.clone(),
             params: e.params.clone(),
-            config: crate::space::config_label(&e.family, &e.params),
+            config: crate::family::space::config_label(&e.family, &e.params),
             median_ms: e.median_ms,
             throughput,
             pct_of_peak: peak.filter(|p| *p > 0.0).map(|p| throughput / p * 100.0),

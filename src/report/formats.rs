@@ -3,8 +3,8 @@
 //! KTT (schema `T4/1.0.0/results-schema.json`, a copy of which is in `tests/data/t4/`).
 
 use crate::db::{Database, Entry, GpuRecord, Producer, SCHEMA_VERSION};
-use crate::shape::Op;
-use crate::space::params_label;
+use crate::family::space::params_label;
+use crate::problem::Op;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 

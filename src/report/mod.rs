@@ -10,9 +10,9 @@ pub mod chart;
 pub mod compare;
 pub mod formats;
 
-use crate::shape::Op;
-use crate::space::params_label;
-use crate::tune::{DryRunReport, TuneReport};
+use crate::family::space::params_label;
+use crate::problem::Op;
+use crate::tuning::outcome::{DryRunReport, TuneReport};
 use std::fmt::Write;
 
 /// A plain text table with right-aligned numeric columns.

@@ -11,7 +11,7 @@
 //! the fallbacks only cost speed.
 
 use crate::db::{Database, Entry};
-use crate::shape::{Op, Shape};
+use crate::problem::{Op, Shape};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -57,8 +57,8 @@ pub struct Choice {
 
 impl Choice {
     /// The chosen configuration, as a family instantiates and launches it.
-    pub fn config(&self) -> crate::space::Config {
-        crate::space::Config {
+    pub fn config(&self) -> crate::family::space::Config {
+        crate::family::space::Config {
             family: self.family.clone(),
             params: self.params.clone(),
         }
@@ -66,7 +66,7 @@ impl Choice {
 
     /// One line for logs: the rule, the config and its origin.
     pub fn describe(&self, op: Op, shape: Shape) -> String {
-        let params = crate::space::params_label(&self.params);
+        let params = crate::family::space::params_label(&self.params);
         match &self.entry {
             Some(e) => format!(
                 "{op} {}: {} {params} ({}: {} {} on {}, {:.4} ms there, {:.3}x cuBLAS; distance {:.3})",
@@ -166,8 +166,8 @@ pub fn lookup(db: &Database, gpu: &str, arch: Option<&str>, op: Op, shape: Shape
 mod tests {
     use super::*;
     use crate::db::GpuRecord;
-    use crate::space::Limits;
-    use crate::template::Catalog;
+    use crate::family::catalog::Catalog;
+    use crate::family::space::Limits;
 
     fn gpu(name: &str, arch: &str) -> GpuRecord {
         GpuRecord {
@@ -319,7 +319,7 @@ mod tests {
         for op in Op::ALL {
             let (family, params) = default_config(op);
             let fam = cat.get(&family).unwrap();
-            let config = crate::space::Config { family, params };
+            let config = crate::family::space::Config { family, params };
             assert!(
                 fam.space.enumerate().contains(&config),
                 "{op} default not in its space"

@@ -5,12 +5,13 @@
 //! only the worker: the parent records the failure for that config, starts a new worker and
 //! goes on.
 
-use crate::compile::Compiled;
-use crate::device::Device;
-use crate::runner::{Bench, Failure, Measured, RunError, Stage};
-use crate::shape::{Op, Shape};
-use crate::space::Launch;
-use crate::timing::{Stats, TimingSettings};
+use crate::cuda::bench::{Bench, RunError};
+use crate::cuda::device::Device;
+use crate::cuda::nvrtc::Compiled;
+use crate::family::space::Launch;
+use crate::measure::outcome::{Failure, Measured, Stage};
+use crate::measure::timing::{Stats, TimingSettings};
+use crate::problem::{Op, Shape};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};

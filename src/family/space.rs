@@ -1,18 +1,18 @@
 //! Parameter spaces: one `configs/spaces/<family>.toml` per kernel family, giving the value list of
 //! each parameter, derived values, constraints and the launch geometry, all as integer
-//! expressions (see [`crate::expr`]). This module enumerates the cartesian product, prunes it
+//! expressions (see [`crate::family::expr`]). This module enumerates the cartesian product, prunes it
 //! against the constraints and a device's limits, and computes each survivor's launch geometry
 //! for a shape.
 //!
 //! Names an expression may read: the family's parameters, its `[derived]` values, the shape
 //! (`M`, `N`, `K`) and the device limits in [`Limits::env`].
 //!
-//! An optional `[model]` section gives the performance model ([`crate::model`]) figures it
+//! An optional `[model]` section gives the performance model ([`crate::tuning::model`]) figures it
 //! cannot derive from the launch geometry (`registers` per thread, `global_bytes` in all,
 //! `bytes_in_flight` per thread), as expressions over the same names; see [`ModelHints`].
 
-use crate::expr::{Env, Expr, ExprError};
-use crate::shape::{Op, Shape};
+use crate::family::expr::{Env, Expr, ExprError};
+use crate::problem::{Op, Shape};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 
@@ -67,16 +67,7 @@ impl Limits {
     /// The documented limits of compute capability `sm` (e.g. 61, 89, 90), for dry runs.
     /// Returns `None` for an arch this table does not know.
     pub fn for_arch(sm: i64) -> Option<Limits> {
-        let optin_kib = match sm {
-            50 | 52 | 53 | 60 | 61 | 62 => 48,
-            70 | 72 => 96,
-            75 => 64,
-            80 | 87 => 163,
-            86 | 89 => 99,
-            90 => 227,
-            100 | 103 | 110 | 120 | 121 => 227,
-            _ => return None,
-        };
+        let optin_kib = crate::gpu::arch_facts(sm)?.max_shared_optin_kib;
         Some(Limits {
             sm,
             max_threads_per_block: 1024,
@@ -124,7 +115,7 @@ struct SpaceFile {
 }
 
 /// The optional `[model]` section: family-specific figures for the performance model
-/// ([`crate::model`]), as integer expressions over the same names as `[derived]`. Every key is
+/// ([`crate::tuning::model`]), as integer expressions over the same names as `[derived]`. Every key is
 /// optional; the model derives a generic default for what is missing.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -9,8 +9,8 @@
 //! declares its kernel as `extern "C" __global__ void KERNEL_NAME(...)` and reads the
 //! parameters as compile-time constants, so NVRTC unrolls and sizes arrays with them.
 
-use crate::shape::Op;
-use crate::space::{Config, Space, SpaceError};
+use crate::family::space::{Config, Space, SpaceError};
+use crate::problem::Op;
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -242,8 +242,8 @@ impl Catalog {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::shape::Shape;
-    use crate::space::Limits;
+    use crate::family::space::Limits;
+    use crate::problem::Shape;
 
     #[test]
     fn builtin_catalog_loads_and_instantiates() {

@@ -6,7 +6,7 @@
 //! shapes = ["4096x4096", "256x65536"]
 //! ```
 
-use crate::shape::{Op, Shape, ShapeError};
+use crate::problem::{Op, Shape, ShapeError};
 use serde::Deserialize;
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! between the GPUs of one machine. Pure: every shard computes the same assignment from the
 //! same suite, so shards need no coordination, and each shape lands in exactly one shard.
 
-use crate::shape::{Op, Shape};
+use crate::problem::{Op, Shape};
 
 /// Why a shard could not be chosen.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]

@@ -3,60 +3,16 @@
 //! Kernels are compiled for the real arch (`--gpu-architecture=sm_XY`) and loaded as cubin, so
 //! the driver does no JIT at load time, and a newer NVRTC than the driver still works.
 
-use crate::template::Source;
+use crate::family::catalog::Source;
+use crate::gpu::Arch;
 use cudarc::nvrtc::result as nvrtc;
 use cudarc::nvrtc::sys;
 use rayon::prelude::*;
 use std::collections::HashMap;
 use std::ffi::{CStr, CString};
-use std::fmt;
-use std::str::FromStr;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
-
-/// A compute capability, written `sm_XY`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct Arch {
-    /// Major version.
-    pub major: u32,
-    /// Minor version.
-    pub minor: u32,
-}
-
-impl Arch {
-    /// `major * 10 + minor`, e.g. 90.
-    pub fn number(&self) -> u32 {
-        self.major * 10 + self.minor
-    }
-}
-
-impl fmt::Display for Arch {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "sm_{}{}", self.major, self.minor)
-    }
-}
-
-impl FromStr for Arch {
-    type Err = CompileError;
-    fn from_str(s: &str) -> Result<Arch, CompileError> {
-        let bad = || CompileError::BadArch(s.to_string());
-        let digits = s
-            .trim()
-            .strip_prefix("sm_")
-            .or_else(|| s.trim().strip_prefix("compute_"))
-            .unwrap_or(s.trim());
-        // At most 4 digits (sm_9990): `number()` must not overflow on hostile input.
-        if !(2..=4).contains(&digits.len()) || !digits.chars().all(|c| c.is_ascii_digit()) {
-            return Err(bad());
-        }
-        let (maj, min) = digits.split_at(digits.len() - 1);
-        Ok(Arch {
-            major: maj.parse().map_err(|_| bad())?,
-            minor: min.parse().map_err(|_| bad())?,
-        })
-    }
-}
 
 /// Why compilation failed.
 #[derive(Debug, Clone, thiserror::Error)]
@@ -64,9 +20,6 @@ pub enum CompileError {
     /// libnvrtc could not be loaded.
     #[error("the NVRTC library (libnvrtc.so) was not found: install NVRTC from CUDA 12 or 13 (e.g. `pip install nvidia-cuda-nvrtc` for CUDA 13, or `nvidia-cuda-nvrtc-cu12` for CUDA 12, which is needed for sm_61) and put its lib directory on LD_LIBRARY_PATH")]
     NvrtcMissing,
-    /// Not an arch name.
-    #[error("'{0}' is not an arch: write sm_XY, e.g. sm_90 (H100/H200), sm_89 (RTX 4060), sm_61 (GTX 1080 Ti)")]
-    BadArch(String),
     /// The loaded NVRTC cannot target the arch.
     #[error("NVRTC {nvrtc} cannot compile for {arch} (it supports {supported}){hint}")]
     UnsupportedArch {

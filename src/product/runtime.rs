@@ -2,7 +2,7 @@
 //! cache, then NVRTC), and launch on the product's own device buffers.
 //!
 //! ```no_run
-//! use autotune::runtime::Tuned;
+//! use autotune::product::runtime::Tuned;
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let ctx = cudarc::driver::CudaContext::new(0)?;
 //! let tuned = Tuned::from_toml_str(&ctx, include_str!("../results/tuning.toml"))?;
@@ -17,14 +17,15 @@
 //! # Ok(()) }
 //! ```
 
-use crate::compile::{self, Arch, DiskCache};
+use crate::cuda::bench;
+use crate::cuda::device::{self, DeviceError};
+use crate::cuda::nvrtc::{self, DiskCache};
 use crate::db::{Database, DbError};
-use crate::device::{self, DeviceError, DeviceInfo};
-use crate::lookup::{self, Choice, Rule};
-use crate::runner;
-use crate::shape::{Op, Shape, ShapeError};
-use crate::space::Launch;
-use crate::template::{Catalog, CatalogError};
+use crate::family::catalog::{Catalog, CatalogError};
+use crate::family::space::Launch;
+use crate::gpu::{Arch, DeviceInfo};
+use crate::problem::{Op, Shape, ShapeError};
+use crate::product::lookup::{self, Choice, Rule};
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream};
 use std::collections::HashMap;
 use std::path::Path;
@@ -76,7 +77,7 @@ pub enum RuntimeError {
     },
     /// NVRTC failed.
     #[error(transparent)]
-    Compile(#[from] compile::CompileError),
+    Compile(#[from] nvrtc::CompileError),
     /// Loading or launching failed.
     #[error("{op} {shape}: kernel {kernel}: {reason}")]
     Launch {
@@ -262,7 +263,7 @@ impl Tuned {
         out: &mut CudaSlice<f32>,
     ) -> Result<(), RuntimeError> {
         let go = |r: &Ready, out: &mut CudaSlice<f32>| {
-            runner::launch(
+            bench::launch(
                 stream,
                 &r.func,
                 r.launch,
@@ -328,7 +329,7 @@ impl Tuned {
     /// The loaded function for `source`: memory, then disk, then NVRTC.
     fn function(
         &self,
-        source: &crate::template::Source,
+        source: &crate::family::catalog::Source,
         op: Op,
         shape: Shape,
         launch: Launch,
@@ -342,7 +343,7 @@ impl Tuned {
         let nvrtc = {
             let mut v = self.nvrtc.lock().unwrap_or_else(|p| p.into_inner());
             if v.is_none() {
-                *v = Some(compile::nvrtc_version()?);
+                *v = Some(nvrtc::nvrtc_version()?);
             }
             v.clone().unwrap_or_default()
         };
@@ -353,7 +354,7 @@ impl Tuned {
                 c
             }
             None => {
-                let c = compile::compile(source, arch)?;
+                let c = nvrtc::compile(source, arch)?;
                 self.compiled.fetch_add(1, Ordering::Relaxed);
                 if let Some(d) = &self.disk {
                     // A cache that cannot be written only costs a compile next time.
@@ -362,7 +363,7 @@ impl Tuned {
                 c
             }
         };
-        let func = runner::load_function(
+        let func = bench::load_function(
             &self.ctx,
             &compiled.cubin,
             &source.kernel_name,

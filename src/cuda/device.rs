@@ -1,8 +1,7 @@
 //! The only place that opens a GPU: its name, arch, SM count, clocks, limits and peak figures.
 
-use crate::compile::Arch;
-use crate::db::GpuRecord;
-use crate::space::Limits;
+use crate::family::space::Limits;
+use crate::gpu::{uuid_string, Arch, DeviceInfo};
 use cudarc::driver::sys::CUdevice_attribute as Attr;
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use std::sync::Arc;
@@ -41,82 +40,6 @@ pub(crate) trait DriverContext<T> {
 impl<T> DriverContext<T> for Result<T, DriverError> {
     fn during(self, action: &'static str) -> Result<T, DeviceError> {
         self.map_err(|source| DeviceError::Driver { action, source })
-    }
-}
-
-/// What the tuner knows of a GPU.
-#[derive(Debug, Clone, PartialEq)]
-pub struct DeviceInfo {
-    /// The CUDA ordinal.
-    pub ordinal: usize,
-    /// Marketing name, e.g. `NVIDIA H100 80GB HBM3`.
-    pub name: String,
-    /// Compute capability.
-    pub arch: Arch,
-    /// Streaming multiprocessors.
-    pub sms: u32,
-    /// Maximum (boost) SM clock, MHz.
-    pub clock_mhz: u32,
-    /// Device memory, bytes.
-    pub memory_bytes: u64,
-    /// L2 cache, bytes.
-    pub l2_bytes: u64,
-    /// Launch and resource limits.
-    pub limits: Limits,
-    /// Driver's CUDA version, e.g. `13.0`.
-    pub driver_version: String,
-    /// PCI bus id, `domain:bus:device.function` (e.g. `0000:3B:00.0`), as `nvidia-smi` shows
-    /// it; `None` if the driver would not say.
-    pub pci_bus_id: Option<String>,
-    /// The GPU's UUID as `nvidia-smi -L` writes it (`GPU-xxxxxxxx-xxxx-...`); `None` if the
-    /// driver would not say.
-    pub uuid: Option<String>,
-}
-
-/// A CUDA UUID (16 bytes) as `nvidia-smi -L` writes it: `GPU-` then the bytes in hex, in order,
-/// grouped 4-2-2-2-6.
-pub fn uuid_string(bytes: &[u8; 16]) -> String {
-    let mut out = String::from("GPU-");
-    for (i, b) in bytes.iter().enumerate() {
-        if matches!(i, 4 | 6 | 8 | 10) {
-            out.push('-');
-        }
-        out.push_str(&format!("{b:02x}"));
-    }
-    out
-}
-
-/// FP32 lanes per SM for a compute capability (the FMA units that set the FP32 peak).
-pub fn fp32_lanes_per_sm(arch: Arch) -> u32 {
-    match (arch.major, arch.minor) {
-        (6, 0) => 64,
-        (6, _) => 128,
-        (7, _) => 64,
-        (8, 0) => 64,
-        (8, _) => 128,
-        _ => 128,
-    }
-}
-
-impl DeviceInfo {
-    /// FP32 peak in GFLOP/s: SMs x FP32 lanes x 2 (FMA) x boost clock.
-    pub fn fp32_peak_gflops(&self) -> f64 {
-        self.sms as f64 * fp32_lanes_per_sm(self.arch) as f64 * 2.0 * self.clock_mhz as f64 / 1e3
-    }
-
-    /// The database's record of this GPU.
-    pub fn record(&self, nvrtc_version: &str) -> GpuRecord {
-        GpuRecord {
-            name: self.name.clone(),
-            arch: self.arch.to_string(),
-            sms: self.sms,
-            clock_mhz: self.clock_mhz,
-            fp32_peak_gflops: self.fp32_peak_gflops(),
-            memory_mib: self.memory_bytes / (1 << 20),
-            driver_version: self.driver_version.clone(),
-            nvrtc_version: nvrtc_version.to_string(),
-            copy_bandwidth_gbs: None,
-        }
     }
 }
 
@@ -249,43 +172,5 @@ impl Device {
     /// Free device memory, bytes.
     pub fn free_memory(&self) -> Result<u64, DeviceError> {
         Ok(self.ctx.mem_get_info().during("reading free memory")?.0 as u64)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn peak_follows_lanes_and_clock() {
-        let info = DeviceInfo {
-            ordinal: 0,
-            name: "x".into(),
-            arch: Arch { major: 9, minor: 0 },
-            sms: 132,
-            clock_mhz: 1980,
-            memory_bytes: 0,
-            l2_bytes: 0,
-            limits: Limits::for_arch(90).unwrap(),
-            driver_version: "13.0".into(),
-            pci_bus_id: None,
-            uuid: None,
-        };
-        // 132 x 128 x 2 x 1.98 GHz = 66.9 TFLOP/s, as in ANCHORS.md.
-        assert!((info.fp32_peak_gflops() - 66908.16).abs() < 1e-6);
-        assert_eq!(fp32_lanes_per_sm(Arch { major: 6, minor: 1 }), 128);
-        assert_eq!(fp32_lanes_per_sm(Arch { major: 8, minor: 0 }), 64);
-    }
-
-    #[test]
-    fn uuid_is_written_as_nvidia_smi_does() {
-        let bytes: [u8; 16] = [
-            0x5e, 0x1d, 0xa3, 0x07, 0x9b, 0x2c, 0x4f, 0x10, 0x80, 0x01, 0xab, 0xcd, 0xef, 0x01,
-            0x23, 0x45,
-        ];
-        assert_eq!(
-            uuid_string(&bytes),
-            "GPU-5e1da307-9b2c-4f10-8001-abcdef012345"
-        );
     }
 }

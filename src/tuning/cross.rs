@@ -11,16 +11,16 @@
 //! candidate list, the matrix and its rendering are pure and tested without a GPU; only
 //! [`run`] needs one.
 
-use crate::compile::{self, CompileError};
+use crate::cuda::bench::{Bench, RunError};
+use crate::cuda::device::Device;
+use crate::cuda::nvrtc::{self, CompileError};
 use crate::db::Database;
-use crate::device::Device;
+use crate::family::catalog::{Catalog, Source};
+use crate::family::space::{config_label, Config};
+use crate::measure::timing::TimingSettings;
+use crate::problem::{Op, Shape};
 use crate::report::compare::short_gpu_name;
 use crate::report::{geomean, Table};
-use crate::runner::{Bench, RunError};
-use crate::shape::{Op, Shape};
-use crate::space::{config_label, Config};
-use crate::template::{Catalog, Source};
-use crate::timing::TimingSettings;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -249,7 +249,7 @@ pub struct CrossOptions {
 pub fn run(
     dev: &Device,
     catalog: &Catalog,
-    cache: &compile::Cache,
+    cache: &nvrtc::Cache,
     db: &Database,
     op: Op,
     shapes: &[Shape],
@@ -257,7 +257,7 @@ pub fn run(
     date: &str,
     note: &dyn Fn(&str),
 ) -> Result<Vec<CrossMeasurement>, CrossError> {
-    compile::check_arch(dev.info.arch)?;
+    nvrtc::check_arch(dev.info.arch)?;
     let limits = &dev.info.limits;
     let mut out = Vec::new();
     for &shape in shapes {
@@ -270,7 +270,7 @@ pub fn run(
             continue;
         }
         // What can run here: a source and a launch, or why not.
-        let planned: Vec<Result<(Source, crate::space::Launch), String>> = cands
+        let planned: Vec<Result<(Source, crate::family::space::Launch), String>> = cands
             .iter()
             .map(|c| {
                 let family = catalog.get(&c.config.family).map_err(|e| e.to_string())?;
@@ -290,7 +290,7 @@ pub fn run(
             .iter()
             .filter_map(|p| p.as_ref().ok().map(|(s, _)| s.clone()))
             .collect();
-        let compiled = compile::compile_all(&sources, dev.info.arch, cache, &|_| {});
+        let compiled = nvrtc::compile_all(&sources, dev.info.arch, cache, &|_| {});
         let mut compiled = compiled.into_iter();
         let mut bench = Bench::new(dev, op, shape, opts.seed, opts.timing)?;
         let (baseline, _) = bench.baseline()?;
@@ -712,7 +712,7 @@ mod tests {
 
     #[test]
     fn candidates_are_each_gpus_winner_once() {
-        let text = include_str!("../tests/data/h200-db.toml");
+        let text = include_str!("../../tests/data/h200-db.toml");
         let mut db = Database::from_toml_str(text, "h200").unwrap();
         let shape = Shape::parse(Op::Gemm, "2048x2048x2048").unwrap();
         let mut other = db.get("NVIDIA H200", Op::Gemm, shape).unwrap().clone();

@@ -13,14 +13,14 @@
 //! [`model::KNOWN_GPUS`], else `--arch`), matched by family and parameters; records without a
 //! match get no estimate (they come last in the model's order).
 
-use crate::compile::Arch;
-use crate::journal::{JournalError, Recorded};
-use crate::model::{self, Machine};
+use crate::family::catalog::Catalog;
+use crate::family::space::{params_label, Limits};
+use crate::gpu::Arch;
+use crate::problem::{Op, Shape};
 use crate::search::{self, Candidate, SearchError};
-use crate::shape::{Op, Shape};
-use crate::space::{params_label, Limits};
-use crate::template::Catalog;
-use crate::tune;
+use crate::tuning::journal::{JournalError, Recorded};
+use crate::tuning::model::{self, Machine};
+use crate::tuning::plan;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -165,14 +165,14 @@ impl Replay {
                     .and_then(|a| a.parse::<Arch>().ok())
                     .map(|a| a.number() as i64)
             })
-            .or_else(|| model::known_gpu(&h.gpu).map(|g| g.sm));
+            .or_else(|| crate::gpu::known_gpu(&h.gpu).map(|g| g.sm));
         let mut estimated = 0;
         let model_note = match (
             sm.and_then(Limits::for_arch),
             sm.and_then(|sm| Machine::for_gpu(&h.gpu, Some(sm), sms.or(h.sms))),
         ) {
             (Some(limits), Some(machine)) => {
-                match tune::plan(catalog, h.op, h.shape, &limits, &[]) {
+                match plan::plan(catalog, h.op, h.shape, &limits, &[]) {
                     Ok((_, planned)) => {
                         let matched: Vec<_> = planned
                             .iter()
@@ -600,9 +600,9 @@ fn markdown_table(head: &[String], rows: &[Vec<String>]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::journal::{CandidateRecord, Header, Record, Writer, JOURNAL_VERSION};
-    use crate::runner::{Failure, Measured, Stage};
-    use crate::timing::{Stats, TimingSettings};
+    use crate::measure::outcome::{Failure, Measured, Stage};
+    use crate::measure::timing::{Stats, TimingSettings};
+    use crate::tuning::journal::{CandidateRecord, Header, Record, Writer, JOURNAL_VERSION};
 
     fn header(op: Op, shape: Shape) -> Header {
         Header {

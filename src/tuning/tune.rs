@@ -1,17 +1,21 @@
 //! One tuning run, end to end: plan (enumerate, prune, instantiate), compile in parallel,
 //! validate and time each candidate against cuBLAS, and summarise. Also the GPU-free dry run.
 
-use crate::compile::{self, Arch, CompileError, Compiled, DiskCache};
-use crate::db::{Entry, GpuRecord};
-use crate::device::Device;
-use crate::journal::{self, CandidateRecord, Header, JournalError, Record, Recorded};
-use crate::runner::{Bench, Failure, Measured, RunError, Stage};
+use crate::cuda::bench::{Bench, RunError};
+use crate::cuda::device::Device;
+use crate::cuda::isolate::{Isolated, WorkerSettings};
+use crate::cuda::nvrtc::{self, CompileError, Compiled, DiskCache};
+use crate::family::catalog::{Catalog, Source};
+use crate::family::space::{Limits, SpaceError};
+use crate::gpu::Arch;
+use crate::measure::outcome::{Failure, Stage};
+use crate::measure::timing::TimingSettings;
+use crate::problem::{Op, Shape};
 use crate::search::{self, Strategy, Trial};
-use crate::shape::{Op, Shape};
-use crate::space::{Config, Launch, Limits, SpaceError};
-use crate::template::{Catalog, Source};
-use crate::timing::{Stats, TimingSettings};
-use crate::worker::{Isolated, WorkerSettings};
+use crate::tuning::evaluator::Evaluator;
+use crate::tuning::journal::{self, CandidateRecord, Header, JournalError, Record, Recorded};
+use crate::tuning::outcome::{CandidateResult, DryRunFamily, DryRunReport, TuneReport};
+use crate::tuning::plan::{plan, PlanError};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -34,28 +38,15 @@ pub enum TuneError {
     /// The run journal could not be written or resumed.
     #[error(transparent)]
     Journal(#[from] JournalError),
-    /// No family computes the op, or the filter matched none.
-    #[error("no kernel family for op {op}{filter}: known families are {known}")]
-    NoFamily {
-        /// The op.
-        op: Op,
-        /// The filter, if any.
-        filter: String,
-        /// What exists.
-        known: String,
+    /// The arch is not in this build's table of limits ([`crate::gpu::ARCHS`]).
+    #[error("{arch} is unknown to this build's limit table (known: sm_50..sm_121)")]
+    UnknownArch {
+        /// The arch asked for.
+        arch: Arch,
     },
-    /// Every config was pruned.
-    #[error(
-        "every config of every {op} family was pruned for shape {shape} on this device: {detail}"
-    )]
-    NothingValid {
-        /// The op.
-        op: Op,
-        /// The shape label.
-        shape: String,
-        /// Per-family rejection counts.
-        detail: String,
-    },
+    /// No family to plan, or every config was pruned.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
 }
 
 /// Phases a progress display can follow.
@@ -124,282 +115,12 @@ impl Default for TuneOptions {
     }
 }
 
-/// How many configs a family has and how many survived pruning.
-#[derive(Debug, Clone, Serialize)]
-pub struct FamilyCount {
-    /// The family.
-    pub family: String,
-    /// Size of its cartesian product.
-    pub total: usize,
-    /// Survivors of pruning.
-    pub valid: usize,
-    /// Rejections per constraint.
-    pub rejected_by: BTreeMap<String, usize>,
-}
-
-/// A candidate ready to compile and run.
-#[derive(Debug, Clone)]
-pub struct Planned {
-    /// The config.
-    pub config: Config,
-    /// Its instantiated source.
-    pub source: Source,
-    /// Its launch on the shape.
-    pub launch: Launch,
-    /// The family's checksum.
-    pub checksum: String,
-}
-
-/// Enumerates, prunes and instantiates every family of `op` (or those named) for `shape`.
-pub fn plan(
-    catalog: &Catalog,
-    op: Op,
-    shape: Shape,
-    limits: &Limits,
-    families: &[String],
-) -> Result<(Vec<FamilyCount>, Vec<Planned>), TuneError> {
-    let chosen: Vec<_> = catalog
-        .for_op(op)
-        .filter(|f| families.is_empty() || families.iter().any(|n| n == f.name()))
-        .collect();
-    if chosen.is_empty() {
-        return Err(TuneError::NoFamily {
-            op,
-            filter: if families.is_empty() {
-                String::new()
-            } else {
-                format!(" named {}", families.join(", "))
-            },
-            known: catalog
-                .families()
-                .iter()
-                .map(|f| format!("{} ({})", f.name(), f.space.op))
-                .collect::<Vec<_>>()
-                .join(", "),
-        });
-    }
-    let mut counts = Vec::new();
-    let mut planned = Vec::new();
-    for fam in chosen {
-        let pruned = fam.space.prune(shape, limits)?;
-        counts.push(FamilyCount {
-            family: fam.name().to_string(),
-            total: pruned.total,
-            valid: pruned.valid.len(),
-            rejected_by: pruned.rejected_by.clone(),
-        });
-        for config in pruned.valid {
-            let launch = match fam.space.launch(&config, shape, limits) {
-                Ok(l) => l,
-                // Grid too large for this shape: not a candidate here.
-                Err(SpaceError::Invalid { .. }) => continue,
-                Err(e) => return Err(e.into()),
-            };
-            planned.push(Planned {
-                source: fam.instantiate(&config),
-                config,
-                launch,
-                checksum: fam.checksum.clone(),
-            });
-        }
-    }
-    if planned.is_empty() {
-        return Err(TuneError::NothingValid {
-            op,
-            shape: shape.label(op),
-            detail: counts
-                .iter()
-                .map(|c| format!("{}: {:?}", c.family, c.rejected_by))
-                .collect::<Vec<_>>()
-                .join("; "),
-        });
-    }
-    Ok((counts, planned))
-}
-
-/// What happened to one candidate.
-#[derive(Debug, Clone, Serialize)]
-pub struct CandidateResult {
-    /// The family.
-    pub family: String,
-    /// The kernel name.
-    pub kernel: String,
-    /// Its parameters.
-    pub params: BTreeMap<String, i64>,
-    /// Measured, or why not.
-    pub outcome: Result<Measured, Failure>,
-}
-
-impl CandidateResult {
-    /// Median time, when measured.
-    pub fn median_ms(&self) -> Option<f64> {
-        self.outcome.as_ref().ok().map(|m| m.stats.median_ms)
-    }
-}
-
-/// Everything a tuning run produced.
-#[derive(Debug, Clone, Serialize)]
-pub struct TuneReport {
-    /// The op.
-    pub op: Op,
-    /// The shape.
-    pub shape: Shape,
-    /// The GPU.
-    pub gpu: GpuRecord,
-    /// Space sizes per family.
-    pub families: Vec<FamilyCount>,
-    /// The search strategy.
-    pub strategy: String,
-    /// cuBLAS's time.
-    pub baseline: Stats,
-    /// cuBLAS's error against the reference.
-    pub baseline_error: f64,
-    /// Every candidate tried, in the order tried.
-    pub results: Vec<CandidateResult>,
-    /// Seed of the inputs.
-    pub seed: u64,
-    /// The validation tolerance.
-    pub tolerance: f64,
-    /// Wall time of compilation, seconds.
-    pub compile_s: f64,
-    /// Wall time of validation and timing, seconds.
-    pub bench_s: f64,
-    /// Wall time of the whole run, seconds.
-    pub wall_s: f64,
-    /// Family checksums, by family name.
-    pub checksums: BTreeMap<String, String>,
-    /// The search was interrupted before it finished: the winner is the best so far.
-    pub partial: bool,
-    /// Candidates taken from the journal of an interrupted run instead of run again.
-    pub resumed: usize,
-    /// Worker processes replaced after a candidate killed one.
-    pub worker_restarts: u32,
-    /// The run journal, if one was written.
-    pub journal: Option<PathBuf>,
-    /// Kernels NVRTC compiled in this run (the rest came from the memory or disk cache).
-    pub compiled_now: usize,
-}
-
-impl TuneReport {
-    /// Measured candidates, fastest first.
-    pub fn ranked(&self) -> Vec<&CandidateResult> {
-        let mut v: Vec<_> = self.results.iter().filter(|r| r.outcome.is_ok()).collect();
-        v.sort_by(|a, b| {
-            a.median_ms()
-                .unwrap_or(f64::MAX)
-                .total_cmp(&b.median_ms().unwrap_or(f64::MAX))
-        });
-        v
-    }
-
-    /// Candidates that failed.
-    pub fn failures(&self) -> impl Iterator<Item = &CandidateResult> {
-        self.results.iter().filter(|r| r.outcome.is_err())
-    }
-
-    /// GFLOP/s (gemm) or GB/s (gemv) at `ms`.
-    pub fn throughput(&self, ms: f64) -> f64 {
-        match self.op {
-            Op::Gemm => self.shape.flops() / (ms * 1e-3) / 1e9,
-            Op::Gemv => self.shape.min_bytes(self.op) / (ms * 1e-3) / 1e9,
-        }
-    }
-
-    /// Percent of the device's peak (FP32 for gemm, measured copy bandwidth for gemv) at `ms`;
-    /// `None` when the peak is unknown.
-    pub fn pct_of_peak(&self, ms: f64) -> Option<f64> {
-        let peak = match self.op {
-            Op::Gemm => Some(self.gpu.fp32_peak_gflops),
-            Op::Gemv => self.gpu.copy_bandwidth_gbs,
-        }?;
-        (peak > 0.0).then(|| self.throughput(ms) / peak * 100.0)
-    }
-
-    /// The database entry of the winner, if any candidate was measured. Its `produced_by` is
-    /// `None`: the caller knows the host and the shard.
-    pub fn to_entry(&self, date: &str) -> Option<Entry> {
-        let best = *self.ranked().first()?;
-        let m = best.outcome.as_ref().ok()?;
-        let ms = m.stats.median_ms;
-        let s = ms * 1e-3;
-        Some(Entry {
-            gpu: self.gpu.name.clone(),
-            op: self.op,
-            shape: self.shape.label(self.op),
-            m: self.shape.m,
-            n: self.shape.n,
-            k: self.shape.k,
-            family: best.family.clone(),
-            kernel: best.kernel.clone(),
-            params: best.params.clone(),
-            median_ms: ms,
-            min_ms: m.stats.min_ms,
-            spread_pct: m.stats.spread_pct,
-            samples: m.stats.samples,
-            gflops: self.shape.flops() / s / 1e9,
-            gbs: self.shape.min_bytes(self.op) / s / 1e9,
-            cublas_median_ms: self.baseline.median_ms,
-            vs_cublas: self.baseline.median_ms / ms,
-            pct_of_peak: self.pct_of_peak(ms).unwrap_or(0.0),
-            max_rel_error: m.max_rel_error,
-            tolerance: self.tolerance,
-            tried: self.results.len() as u32,
-            failed: self.failures().count() as u32,
-            seed: self.seed,
-            date: date.to_string(),
-            tool_version: env!("CARGO_PKG_VERSION").to_string(),
-            checksum: self
-                .checksums
-                .get(&best.family)
-                .cloned()
-                .unwrap_or_default(),
-            partial: self.partial.then_some(true),
-            produced_by: None,
-            also_measured: Vec::new(),
-        })
-    }
-}
-
-/// Runs candidates in this process or in worker processes.
-enum Evaluator<'d> {
-    InProcess(Bench<'d>),
-    Isolated(Isolated),
-}
-
-impl Evaluator<'_> {
-    fn baseline(&mut self) -> Result<(Stats, f64), RunError> {
-        match self {
-            Evaluator::InProcess(b) => b.baseline(),
-            Evaluator::Isolated(w) => w.baseline(),
-        }
-    }
-
-    fn evaluate(
-        &mut self,
-        compiled: &Compiled,
-        launch: Launch,
-        best_ms: Option<f64>,
-    ) -> Result<Result<Measured, Failure>, RunError> {
-        match self {
-            Evaluator::InProcess(b) => match b.load(compiled, launch) {
-                Ok(loaded) => b.evaluate(&loaded, best_ms),
-                Err(f) => Ok(Err(f)),
-            },
-            Evaluator::Isolated(w) => w.evaluate(compiled, launch, best_ms),
-        }
-    }
-
-    fn restarts(&self) -> u32 {
-        match self {
-            Evaluator::InProcess(_) => 0,
-            Evaluator::Isolated(w) => w.restarts(),
-        }
-    }
-}
-
 /// The key under which a candidate is found again in a journal.
 fn journal_key(family: &str, params: &BTreeMap<String, i64>, checksum: &str) -> String {
-    format!("{family}|{}|{checksum}", crate::space::params_label(params))
+    format!(
+        "{family}|{}|{checksum}",
+        crate::family::space::params_label(params)
+    )
 }
 
 /// Tunes `op` on `shape` on `dev`: every valid config of every family (or what `strategy`
@@ -411,7 +132,7 @@ fn journal_key(family: &str, params: &BTreeMap<String, i64>, checksum: &str) -> 
 pub fn tune(
     dev: &Device,
     catalog: &Catalog,
-    cache: &compile::Cache,
+    cache: &nvrtc::Cache,
     op: Op,
     shape: Shape,
     opts: &TuneOptions,
@@ -420,8 +141,8 @@ pub fn tune(
 ) -> Result<TuneReport, TuneError> {
     let start = Instant::now();
     let (families, planned) = plan(catalog, op, shape, &dev.info.limits, &opts.families)?;
-    let nvrtc = compile::nvrtc_version()?;
-    compile::check_arch(dev.info.arch)?;
+    let nvrtc = nvrtc::nvrtc_version()?;
+    nvrtc::check_arch(dev.info.arch)?;
 
     // The problem first: a shape too large for the device fails before any compile work.
     let mut evaluator = match &opts.isolation {
@@ -508,7 +229,7 @@ pub fn tune(
     }
     let todo: Vec<usize> = (0..planned.len()).filter(|&i| !done[i]).collect();
     let sources: Vec<Source> = planned.iter().map(|p| p.source.clone()).collect();
-    let caches = compile::Caches {
+    let caches = nvrtc::Caches {
         memory: cache,
         disk: opts.disk_cache.as_ref().map(|d| (d, nvrtc.as_str())),
     };
@@ -525,10 +246,10 @@ pub fn tune(
         };
         progress.step(Phase::Compile, &msg);
     };
-    let pipeline = compile::Pipeline::new(&sources, dev.info.arch, caches, todo.clone(), &on_done);
+    let pipeline = nvrtc::Pipeline::new(&sources, dev.info.arch, caches, todo.clone(), &on_done);
 
     let t_bench = Instant::now();
-    let bench = |pipeline: &compile::Pipeline| -> Result<_, TuneError> {
+    let bench = |pipeline: &nvrtc::Pipeline| -> Result<_, TuneError> {
         let (baseline, baseline_error) = evaluator.baseline()?;
         if let Some(w) = writer.as_mut() {
             w.record(&Record::Baseline {
@@ -592,8 +313,8 @@ pub fn tune(
             Ok(time)
         };
         // What the search sees: each candidate's family, parameters and model estimate.
-        let machine = crate::model::Machine::for_device(&dev.info);
-        let space = crate::model::candidates(
+        let machine = crate::tuning::model::Machine::for_device(&dev.info);
+        let space = crate::tuning::model::candidates(
             catalog,
             planned.iter().map(|p| (&p.config, &p.launch)),
             op,
@@ -645,7 +366,7 @@ pub fn tune(
         baseline_error,
         results,
         seed: opts.seed,
-        tolerance: crate::verify::tolerance(shape.k),
+        tolerance: crate::measure::verify::tolerance(shape.k),
         compile_s,
         bench_s: t_bench.elapsed().as_secs_f64(),
         wall_s: start.elapsed().as_secs_f64(),
@@ -681,7 +402,7 @@ pub fn validate_all(
     families: &[String],
     seed: u64,
 ) -> Result<Vec<Validation>, TuneError> {
-    compile::check_arch(dev.info.arch)?;
+    nvrtc::check_arch(dev.info.arch)?;
     let mut plans = Vec::new();
     let mut sources: BTreeMap<String, Source> = BTreeMap::new();
     for &shape in shapes {
@@ -694,11 +415,11 @@ pub fn validate_all(
         plans.push((shape, planned));
     }
     let list: Vec<Source> = sources.into_values().collect();
-    let cache = compile::Cache::new();
+    let cache = nvrtc::Cache::new();
     let compiled: BTreeMap<String, _> = list
         .iter()
         .map(|s| s.kernel_name.clone())
-        .zip(compile::compile_all(&list, dev.info.arch, &cache, &|_| {}))
+        .zip(nvrtc::compile_all(&list, dev.info.arch, &cache, &|_| {}))
         .collect();
     let mut out = Vec::new();
     for (shape, planned) in plans {
@@ -729,34 +450,6 @@ pub fn validate_all(
     Ok(out)
 }
 
-/// What a dry run found for one family.
-#[derive(Debug, Clone, Serialize)]
-pub struct DryRunFamily {
-    /// Space sizes.
-    pub count: FamilyCount,
-    /// Configs that compiled.
-    pub compiled: usize,
-    /// Compile failures: kernel name and the NVRTC log.
-    pub failed: Vec<(String, String)>,
-}
-
-/// The result of compiling every candidate for an arch without a GPU.
-#[derive(Debug, Clone, Serialize)]
-pub struct DryRunReport {
-    /// The op.
-    pub op: Op,
-    /// The shape.
-    pub shape: Shape,
-    /// The target arch.
-    pub arch: String,
-    /// The NVRTC version used.
-    pub nvrtc: String,
-    /// Per family.
-    pub families: Vec<DryRunFamily>,
-    /// Wall time, seconds.
-    pub wall_s: f64,
-}
-
 /// Enumerates, prunes (with the arch's documented limits), instantiates and compiles every
 /// candidate for `arch`. Needs NVRTC, no GPU.
 pub fn dry_run(
@@ -768,17 +461,13 @@ pub fn dry_run(
     progress: &dyn Progress,
 ) -> Result<DryRunReport, TuneError> {
     let start = Instant::now();
-    let limits = Limits::for_arch(arch.number() as i64).ok_or_else(|| {
-        CompileError::BadArch(format!(
-            "{arch} (unknown to this build's limit table; known: sm_50..sm_121)"
-        ))
-    })?;
+    let limits = Limits::for_arch(arch.number() as i64).ok_or(TuneError::UnknownArch { arch })?;
     let (counts, planned) = plan(catalog, op, shape, &limits, families)?;
-    let nvrtc = compile::nvrtc_version()?;
-    compile::check_arch(arch)?;
+    let nvrtc = nvrtc::nvrtc_version()?;
+    nvrtc::check_arch(arch)?;
     let sources: Vec<Source> = planned.iter().map(|p| p.source.clone()).collect();
     progress.start(Phase::Compile, sources.len() as u64);
-    let compiled = compile::compile_all(&sources, arch, &compile::Cache::new(), &|r| {
+    let compiled = nvrtc::compile_all(&sources, arch, &nvrtc::Cache::new(), &|r| {
         progress.step(
             Phase::Compile,
             match r {
@@ -817,67 +506,4 @@ pub fn dry_run(
         families,
         wall_s: start.elapsed().as_secs_f64(),
     })
-}
-
-/// The current UTC time as RFC 3339 (`2026-11-22T10:00:00Z`), without a date crate.
-pub fn utc_now_rfc3339() -> String {
-    let secs = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map(|d| d.as_secs())
-        .unwrap_or(0);
-    rfc3339(secs)
-}
-
-fn rfc3339(secs: u64) -> String {
-    let days = (secs / 86_400) as i64;
-    let rem = secs % 86_400;
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = doy - (153 * mp + 2) / 5 + 1;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 };
-    let y = yoe + era * 400 + i64::from(m <= 2);
-    format!(
-        "{y:04}-{m:02}-{d:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        (rem % 3600) / 60,
-        rem % 60
-    )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn dates() {
-        assert_eq!(rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(rfc3339(1_795_000_000), "2026-11-18T11:06:40Z");
-        assert_eq!(rfc3339(951_782_400), "2000-02-29T00:00:00Z");
-    }
-
-    #[test]
-    fn plan_covers_every_family_of_the_op() {
-        let cat = Catalog::builtin().unwrap();
-        let limits = Limits::for_arch(90).unwrap();
-        let shape = Shape {
-            m: 1000,
-            n: 1000,
-            k: 1000,
-        };
-        let (counts, planned) = plan(&cat, Op::Gemm, shape, &limits, &[]).unwrap();
-        assert!(counts.len() >= 2);
-        let valid: usize = counts.iter().map(|c| c.valid).sum();
-        assert_eq!(valid, planned.len());
-        let (only, _) = plan(&cat, Op::Gemm, shape, &limits, &["gemm_tiled".into()]).unwrap();
-        assert_eq!(only.len(), 1);
-        assert!(matches!(
-            plan(&cat, Op::Gemm, shape, &limits, &["nope".into()]),
-            Err(TuneError::NoFamily { .. })
-        ));
-    }
 }

@@ -1,5 +1,5 @@
 //! Timing policy and statistics. The sampling itself (CUDA events, L2 flush) lives in
-//! [`crate::runner`]; this module decides how many samples to take and summarises them.
+//! [`crate::cuda::bench`]; this module decides how many samples to take and summarises them.
 
 use serde::{Deserialize, Serialize};
 

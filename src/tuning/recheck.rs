@@ -19,8 +19,8 @@
 //! Pure: no GPU, no I/O.
 
 use crate::db::Entry;
-use crate::space::config_label;
-use crate::tune::{CandidateResult, TuneReport};
+use crate::family::space::config_label;
+use crate::tuning::outcome::{CandidateResult, TuneReport};
 use std::fmt;
 
 /// The largest deviation, in percent, at which two runs agree.
@@ -76,7 +76,7 @@ pub enum Recheck {
 /// Compares the previous winner `previous` (the database entry of the same GPU, op and shape,
 /// written before this run) with this run's `results`; see the module documentation for the
 /// rule. The new winner is the fastest measured result (the first of equals, as
-/// [`crate::tune::TuneReport::ranked`] picks it).
+/// [`crate::tuning::outcome::TuneReport::ranked`] picks it).
 pub fn recheck(previous: &Entry, results: &[CandidateResult]) -> Recheck {
     let prev = config_label(&previous.family, &previous.params);
     let same = |r: &&CandidateResult| r.family == previous.family && r.params == previous.params;
@@ -170,8 +170,8 @@ impl fmt::Display for Recheck {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::{Failure, Measured, Stage};
-    use crate::timing::Stats;
+    use crate::measure::outcome::{Failure, Measured, Stage};
+    use crate::measure::timing::Stats;
     use std::collections::BTreeMap;
 
     fn params(bm: i64, bn: i64) -> BTreeMap<String, i64> {

@@ -6,12 +6,13 @@
 //! (zero the output if the family needs it,) launch, record an end event. All samples are
 //! queued before one synchronisation, so host launch overhead never shows in the numbers.
 
-use crate::compile::Compiled;
-use crate::device::{Device, DeviceError, DriverContext};
-use crate::shape::{Op, Shape};
-use crate::space::Launch;
-use crate::timing::{Stats, TimingSettings};
-use crate::verify;
+use crate::cuda::device::{Device, DeviceError, DriverContext};
+use crate::cuda::nvrtc::Compiled;
+use crate::family::space::Launch;
+use crate::measure::outcome::{Failure, Measured, Stage};
+use crate::measure::timing::{Stats, TimingSettings};
+use crate::measure::verify;
+use crate::problem::{Op, Shape};
 use cudarc::cublas::sys::{cublasMath_t, cublasOperation_t};
 use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
 use cudarc::driver::sys::CUevent_flags;
@@ -68,7 +69,7 @@ pub enum RunError {
     /// Events gave no usable time (a driver problem; try again).
     #[error("measurement failed: {0}")]
     Measurement(String),
-    /// A worker process could not be started or set up (see [`crate::worker`]).
+    /// A worker process could not be started or set up (see [`crate::cuda::isolate`]).
     #[error("the benchmark worker failed: {0}")]
     Worker(String),
     /// A kernel broke the CUDA context (e.g. an illegal address): nothing more can run in
@@ -80,48 +81,6 @@ pub enum RunError {
         /// The driver's error.
         reason: String,
     },
-}
-
-/// Where a candidate failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Stage {
-    /// NVRTC.
-    Compile,
-    /// Module load or function lookup.
-    Load,
-    /// The launch was refused or the kernel errored.
-    Launch,
-    /// Its output was wrong.
-    Validate,
-    /// Timing failed.
-    Time,
-    /// It ran past its time limit and its worker process was killed.
-    Timeout,
-    /// Its worker process died (a fault that broke the CUDA context, a crash).
-    Crash,
-}
-
-/// A candidate that could not be measured, and why.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Failure {
-    /// Where it failed.
-    pub stage: Stage,
-    /// The reason, with the compiler log or driver error.
-    pub reason: String,
-}
-
-/// A measured candidate.
-#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct Measured {
-    /// Time statistics.
-    pub stats: Stats,
-    /// Largest relative error seen in validation.
-    pub max_rel_error: f64,
-    /// Registers per thread.
-    pub registers: i32,
-    /// Local memory per thread (spills), bytes.
-    pub local_bytes: i32,
 }
 
 /// A kernel loaded into the context, ready to launch.

@@ -20,16 +20,15 @@
 //!   resident threads keep in flight (Little's law), up to its share of the device's.
 //!
 //! A space file may refine the per-config figures in an optional `[model]` section
-//! (`registers`, `global_bytes`, `bytes_in_flight`; see [`crate::space::ModelHints`]); without
+//! (`registers`, `global_bytes`, `bytes_in_flight`; see [`crate::family::space::ModelHints`]); without
 //! one the model uses the generic defaults described on [`estimate`]. The estimate is a
 //! ranking heuristic: it knows nothing of coalescing, vector widths or instruction mixes.
 
-use crate::compile::Arch;
-use crate::device::{fp32_lanes_per_sm, DeviceInfo};
+use crate::family::catalog::Catalog;
+use crate::family::space::{Config, Launch, Limits, ModelHints};
+use crate::gpu::{arch_facts, known_gpu, DeviceInfo};
+use crate::problem::{Op, Shape};
 use crate::search::Candidate;
-use crate::shape::{Op, Shape};
-use crate::space::{Config, Launch, Limits, ModelHints};
-use crate::template::Catalog;
 
 /// A kernel launch costs about this much on its own, milliseconds.
 const LAUNCH_MS: f64 = 0.003;
@@ -68,163 +67,23 @@ pub struct Machine {
     pub dram_gbs: f64,
 }
 
-/// Per-SM figures of compute capability `sm`: (max threads, max blocks, shared memory KiB,
-/// reserved shared memory per block bytes). From the CUDA C++ Programming Guide, "Technical
-/// Specifications per Compute Capability" (and the Hopper/Blackwell tuning guides).
-fn per_sm(sm: i64) -> Option<(u32, u32, u32, u32)> {
-    Some(match sm {
-        50 | 53 => (2048, 32, 64, 0),
-        52 => (2048, 32, 96, 0),
-        60 | 62 => (2048, 32, 64, 0),
-        61 => (2048, 32, 96, 0),
-        70 | 72 => (2048, 32, 96, 0),
-        75 => (1024, 16, 64, 0),
-        80 => (2048, 32, 164, 1024),
-        86 => (1536, 16, 100, 1024),
-        87 => (1536, 16, 164, 1024),
-        89 => (1536, 24, 100, 1024),
-        90 => (2048, 32, 228, 1024),
-        100 | 103 => (2048, 32, 228, 1024),
-        110 => (1536, 24, 228, 1024),
-        120 | 121 => (1536, 32, 100, 1024),
-        _ => return None,
-    })
-}
-
-/// A GPU the model knows by name: its arch, SM count, boost clock and memory bandwidth
-/// (NVIDIA product datasheets and architecture whitepapers).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub struct KnownGpu {
-    /// A substring of the name the driver reports (matched case-insensitively; more
-    /// specific entries come first).
-    pub pattern: &'static str,
-    /// Compute capability, `major * 10 + minor`.
-    pub sm: i64,
-    /// SMs.
-    pub sms: u32,
-    /// Boost clock, MHz.
-    pub boost_mhz: u32,
-    /// Device-memory bandwidth, GB/s.
-    pub dram_gbs: f64,
-}
-
-/// GPUs known by name, most specific first.
-pub const KNOWN_GPUS: &[KnownGpu] = &[
-    KnownGpu {
-        pattern: "H200",
-        sm: 90,
-        sms: 132,
-        boost_mhz: 1980,
-        dram_gbs: 4800.0,
-    },
-    KnownGpu {
-        pattern: "H100 PCIe",
-        sm: 90,
-        sms: 114,
-        boost_mhz: 1755,
-        dram_gbs: 2000.0,
-    },
-    KnownGpu {
-        pattern: "H100 NVL",
-        sm: 90,
-        sms: 132,
-        boost_mhz: 1785,
-        dram_gbs: 3900.0,
-    },
-    KnownGpu {
-        pattern: "H100",
-        sm: 90,
-        sms: 132,
-        boost_mhz: 1980,
-        dram_gbs: 3350.0,
-    },
-    KnownGpu {
-        pattern: "A100",
-        sm: 80,
-        sms: 108,
-        boost_mhz: 1410,
-        dram_gbs: 2039.0,
-    },
-    KnownGpu {
-        pattern: "V100",
-        sm: 70,
-        sms: 80,
-        boost_mhz: 1530,
-        dram_gbs: 900.0,
-    },
-    KnownGpu {
-        pattern: "L40S",
-        sm: 89,
-        sms: 142,
-        boost_mhz: 2520,
-        dram_gbs: 864.0,
-    },
-    KnownGpu {
-        pattern: "RTX 4090",
-        sm: 89,
-        sms: 128,
-        boost_mhz: 2520,
-        dram_gbs: 1008.0,
-    },
-    KnownGpu {
-        pattern: "RTX 4060 Ti",
-        sm: 89,
-        sms: 34,
-        boost_mhz: 2535,
-        dram_gbs: 288.0,
-    },
-    KnownGpu {
-        pattern: "RTX 4060",
-        sm: 89,
-        sms: 24,
-        boost_mhz: 2460,
-        dram_gbs: 272.0,
-    },
-    KnownGpu {
-        pattern: "RTX 3090",
-        sm: 86,
-        sms: 82,
-        boost_mhz: 1695,
-        dram_gbs: 936.0,
-    },
-    KnownGpu {
-        pattern: "GTX 1080 Ti",
-        sm: 61,
-        sms: 28,
-        boost_mhz: 1582,
-        dram_gbs: 484.0,
-    },
-];
-
-/// The entry of [`KNOWN_GPUS`] whose pattern the name contains.
-pub fn known_gpu(name: &str) -> Option<&'static KnownGpu> {
-    let name = name.to_ascii_lowercase();
-    KNOWN_GPUS
-        .iter()
-        .find(|g| name.contains(&g.pattern.to_ascii_lowercase()))
-}
-
 impl Machine {
     /// The figures of an arch `sm` with `sms` SMs at `clock_mhz`; `dram_gbs` when known,
     /// else a typical FP32-to-bandwidth ratio of 15 FLOP/byte. `None` for an arch the
     /// per-SM table does not know.
     pub fn new(sm: i64, sms: u32, clock_mhz: u32, dram_gbs: Option<f64>) -> Option<Machine> {
-        let (threads, blocks, smem_kib, reserved) = per_sm(sm)?;
-        let arch = Arch {
-            major: (sm / 10) as u32,
-            minor: (sm % 10) as u32,
-        };
+        let facts = arch_facts(sm)?;
         let sms = sms.max(1);
         let clock_mhz = clock_mhz.max(1);
         let fp32_gflops =
-            f64::from(sms) * f64::from(fp32_lanes_per_sm(arch)) * 2.0 * f64::from(clock_mhz) / 1e3;
+            f64::from(sms) * f64::from(facts.fp32_lanes_per_sm) * 2.0 * f64::from(clock_mhz) / 1e3;
         Some(Machine {
             sms,
             clock_mhz,
-            max_threads_per_sm: threads,
-            max_blocks_per_sm: blocks,
-            shared_per_sm: smem_kib * 1024,
-            reserved_shared_per_block: reserved,
+            max_threads_per_sm: facts.max_threads_per_sm,
+            max_blocks_per_sm: facts.max_blocks_per_sm,
+            shared_per_sm: facts.shared_per_sm_kib * 1024,
+            reserved_shared_per_block: facts.reserved_shared_per_block,
             regs_per_sm: 65536,
             fp32_gflops,
             dram_gbs: dram_gbs
@@ -655,7 +514,7 @@ mod tests {
             n: 2048,
             k: 2048,
         };
-        let (_, planned) = crate::tune::plan(&cat, Op::Gemm, shape, &limits, &[]).unwrap();
+        let (_, planned) = crate::tuning::plan::plan(&cat, Op::Gemm, shape, &limits, &[]).unwrap();
         let space = candidates(
             &cat,
             planned.iter().map(|p| (&p.config, &p.launch)),

@@ -6,9 +6,9 @@
 //! order they finished, and a [`Record::End`] line when the run completed. A last line cut
 //! short by a crash is ignored when reading. Pure: no GPU.
 
-use crate::runner::{Failure, Measured};
-use crate::shape::{Op, Shape};
-use crate::timing::{Stats, TimingSettings};
+use crate::measure::outcome::{Failure, Measured};
+use crate::measure::timing::{Stats, TimingSettings};
+use crate::problem::{Op, Shape};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{self, File, OpenOptions};
@@ -35,7 +35,7 @@ pub struct Header {
     pub timing: TimingSettings,
     /// The autotune version that started the run.
     pub tool_version: String,
-    /// The GPU's arch (`sm_90`), so an offline replay ([`crate::simulate`]) can rebuild the
+    /// The GPU's arch (`sm_90`), so an offline replay ([`crate::tuning::replay`]) can rebuild the
     /// launch geometry; absent in journals of older versions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub arch: Option<String>,
@@ -323,7 +323,7 @@ pub fn path_for(dir: &Path, gpu: &str, op: Op, shape: Shape) -> PathBuf {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runner::Stage;
+    use crate::measure::outcome::Stage;
 
     fn header() -> Header {
         Header {
