@@ -264,10 +264,25 @@ fn help_lists_the_main_options() {
     }
 }
 
+/// The committed H200 database with every entry's checksum set to this build's, so lookups
+/// treat its entries as current whatever the templates' history.
+fn current_h200_db(dir: &Path) -> std::path::PathBuf {
+    let catalog = autotune::family::catalog::Catalog::builtin().unwrap();
+    let mut db = autotune::db::Database::load(Path::new(H200_DB)).unwrap();
+    for e in &mut db.entries {
+        e.checksum = catalog.get(&e.family).unwrap().checksum.clone();
+    }
+    let path = dir.join("h200-current.toml");
+    db.save(&path).unwrap();
+    path
+}
+
 /// `autotune best` against a committed database: every lookup rule, no GPU needed.
 #[test]
 fn best_explains_each_lookup_rule_without_a_gpu() {
-    let db = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/h200-db.toml");
+    let dir = tempfile::tempdir().unwrap();
+    let current = current_h200_db(dir.path());
+    let db = current.to_str().unwrap();
     let run = |args: &[&str]| {
         let out = Command::cargo_bin("autotune")
             .unwrap()
@@ -324,6 +339,27 @@ fn best_explains_each_lookup_rule_without_a_gpu() {
     ]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["rule"], "exact");
+}
+
+/// An entry tuned against another version of its template is passed over, and `best` says so.
+#[test]
+fn best_passes_over_stale_entries_and_says_so() {
+    let out = Command::cargo_bin("autotune")
+        .unwrap()
+        .args(["best", "--db", H200_DB, "--gpu", "NVIDIA H200"])
+        .args(["--shape", "2048x2048x2048", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    // The committed fixture predates the current templates: none of its entries is current.
+    assert_ne!(v["rule"], "exact", "{v}");
+    assert_eq!(v["skipped"][0]["rule"], "exact", "{v}");
+    assert_eq!(v["skipped"][0]["freshness"], "stale", "{v}");
 }
 
 /// The committed database the `best` and `export` tests read.

@@ -334,8 +334,8 @@ fn export(a: &ExportArgs) -> Result<()> {
             "no launch limits are known for {arch}: pass --arch with a supported arch, e.g. sm_90"
         );
     };
-    let choice = lookup::lookup(&db, &gpu, Some(&arch.to_string()), op, shape);
     let catalog = Catalog::builtin()?;
+    let choice = lookup::lookup(&db, &catalog, &gpu, Some(&arch.to_string()), op, shape);
     let family = catalog.get(&choice.family)?;
     if format == Format::Cubin {
         if a.check_compile {
@@ -346,7 +346,7 @@ fn export(a: &ExportArgs) -> Result<()> {
         let Some(path) = &a.output else {
             bail!("--format cubin writes a binary file: give -o FILE.cubin");
         };
-        let source = family.instantiate(&choice.config());
+        let source = family.kernel(&choice.config(), shape, &limits)?.source;
         nvrtc::check_arch(arch)?;
         let c = nvrtc::compile(&source, arch)
             .with_context(|| format!("compiling {} for {arch}", source.kernel_name))?;
@@ -408,7 +408,8 @@ fn export(a: &ExportArgs) -> Result<()> {
 /// `autotune best`: the lookup a product makes, explained.
 fn best(a: &BestArgs) -> Result<()> {
     let (op, shape, db, gpu, arch) = a.target.resolve()?;
-    let choice = lookup::lookup(&db, &gpu, arch.as_deref(), op, shape);
+    let catalog = Catalog::builtin()?;
+    let choice = lookup::lookup(&db, &catalog, &gpu, arch.as_deref(), op, shape);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&choice)?);
         return Ok(());
@@ -418,7 +419,6 @@ fn best(a: &BestArgs) -> Result<()> {
         choice.describe(op, shape),
         arch.as_deref().unwrap_or("arch unknown")
     );
-    let catalog = Catalog::builtin()?;
     let family = catalog.get(&choice.family)?;
     let config = choice.config();
     let limits = arch
@@ -428,8 +428,8 @@ fn best(a: &BestArgs) -> Result<()> {
         .or_else(|| autotune::family::space::Limits::for_arch(90));
     if let Some(limits) = limits {
         let l = family
-            .space
-            .launch(&config, shape, &limits)
+            .kernel(&config, shape, &limits)
+            .map(|k| k.launch)
             .with_context(|| {
                 format!(
                     "the config chosen for {op} {} ({} {}) cannot be launched: re-tune that shape or fix its entry in {}",
@@ -452,13 +452,11 @@ fn best(a: &BestArgs) -> Result<()> {
             }
         );
     }
-    if let Some(e) = &choice.entry {
-        if e.checksum != family.checksum {
-            println!(
-                "warning: this entry was tuned with another version of {} (checksum differs): re-tune {} {} to refresh it",
-                e.family, e.op, e.shape
-            );
-        }
+    for s in &choice.skipped {
+        println!(
+            "warning: passed over the {} entry {} {} on {}: {}; re-tune {op} {} to refresh it",
+            s.rule, s.family, s.shape, s.gpu, s.freshness, s.shape
+        );
     }
     Ok(())
 }

@@ -9,10 +9,11 @@
 //! declares its kernel as `extern "C" __global__ void KERNEL_NAME(...)` and reads the
 //! parameters as compile-time constants, so NVRTC unrolls and sizes arrays with them.
 
-use crate::family::space::{Config, Space, SpaceError};
-use crate::problem::Op;
+use crate::family::space::{Config, Launch, Limits, Space, SpaceError};
+use crate::problem::{Op, Shape};
 use sha2::{Digest, Sha256};
 use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 mod embedded {
@@ -79,7 +80,33 @@ pub struct Source {
     pub code: String,
 }
 
+/// A config made ready for one shape on one device: what NVRTC compiles and how to launch it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kernel {
+    /// The instantiated source.
+    pub source: Source,
+    /// Grid, block and shared memory for the shape.
+    pub launch: Launch,
+}
+
 impl Family {
+    /// The one way from (config, shape, device limits) to (source, launch), used by tuning,
+    /// cross-GPU runs, the runtime, the exports and `best`. It does not apply the space's
+    /// constraints (some prune for speed on a shape; every config is correct on every shape):
+    /// callers that choose among configs prune first.
+    pub fn kernel(
+        &self,
+        config: &Config,
+        shape: Shape,
+        limits: &Limits,
+    ) -> Result<Kernel, SpaceError> {
+        let launch = self.space.launch(config, shape, limits)?;
+        Ok(Kernel {
+            source: self.instantiate(config),
+            launch,
+        })
+    }
+
     /// Builds a family from its space and template texts.
     pub fn new(space: Space, template: String) -> Family {
         let mut h = Sha256::new();
@@ -134,6 +161,40 @@ impl Family {
             kernel_name,
             code,
         }
+    }
+}
+
+/// How an entry's recorded checksum stands against this build's family.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Freshness {
+    /// Tuned against this build's template and space.
+    Current,
+    /// Tuned against another version of the family: its evidence is not this kernel's.
+    Stale,
+    /// This build has no family of that name.
+    UnknownFamily,
+}
+
+impl Freshness {
+    /// The one checksum comparison: an entry's `recorded` checksum against the family's
+    /// `current` one (`None` when this build has no such family).
+    pub fn of(recorded: &str, current: Option<&str>) -> Freshness {
+        match current {
+            None => Freshness::UnknownFamily,
+            Some(c) if c == recorded => Freshness::Current,
+            Some(_) => Freshness::Stale,
+        }
+    }
+}
+
+impl fmt::Display for Freshness {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Freshness::Current => "current",
+            Freshness::Stale => "stale (tuned with another version of its template or space)",
+            Freshness::UnknownFamily => "unknown family (not in this build)",
+        })
     }
 }
 
@@ -220,6 +281,13 @@ impl Catalog {
     /// The families computing `op`.
     pub fn for_op(&self, op: Op) -> impl Iterator<Item = &Family> {
         self.families.iter().filter(move |f| f.space.op == op)
+    }
+
+    /// Whether an entry of `family` recorded with `checksum` was tuned against this build's
+    /// family ([`Freshness::of`]).
+    pub fn freshness(&self, family: &str, checksum: &str) -> Freshness {
+        let current = self.families.iter().find(|f| f.space.name == family);
+        Freshness::of(checksum, current.map(|f| f.checksum.as_str()))
     }
 
     /// The family named `name`.

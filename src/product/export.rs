@@ -20,7 +20,7 @@
 //!   opts in to more than 48 KiB of dynamic shared memory when needed, launches on a stream and
 //!   returns `cudaGetLastError()`.
 
-use crate::family::catalog::{Family, Source};
+use crate::family::catalog::{Family, Freshness, Kernel, Source};
 use crate::family::space::{Launch, Limits, SpaceError};
 use crate::problem::{Op, Shape};
 use crate::product::lookup::{Choice, Rule};
@@ -189,14 +189,13 @@ pub fn cuda_header(
     };
     let (m, n, k) = (dim(shape.m)?, dim(shape.n)?, dim(shape.k)?);
     let config = choice.config();
-    let source = family.instantiate(&config);
-    let launch = family
-        .space
-        .launch(&config, shape, limits)
-        .map_err(|source_err| ExportError::Launch {
-            kernel: source.kernel_name.clone(),
-            source: Box::new(source_err),
-        })?;
+    let Kernel { source, launch } =
+        family
+            .kernel(&config, shape, limits)
+            .map_err(|source_err| ExportError::Launch {
+                kernel: family.kernel_name(&config),
+                source: Box::new(source_err),
+            })?;
     let kernel = &source.kernel_name;
     let helper = helper_name(op, shape);
     let namespace = format!("autotune_{kernel}");
@@ -275,7 +274,7 @@ fn comment_block(
                 "          measured for {} {} on {}, max rel. error {:.2e}, {} by autotune {}",
                 e.op, e.shape, e.gpu, e.max_rel_error, e.date, e.tool_version
             ));
-            if e.checksum != family.checksum {
+            if Freshness::of(&e.checksum, Some(&family.checksum)) != Freshness::Current {
                 lines.push(format!(
                     "WARNING:  that entry was tuned with another version of {} (checksum {}): re-tune to refresh it",
                     e.family, e.checksum
@@ -436,6 +435,7 @@ mod tests {
                 .collect::<BTreeMap<_, _>>(),
             entry: None,
             distance: 0.0,
+            skipped: Vec::new(),
         }
     }
 
@@ -448,9 +448,9 @@ mod tests {
             family: c.family.clone(),
             params: c.params.clone(),
         };
-        let launch = family.space.launch(&config, shape, &limits).unwrap();
+        let k = family.kernel(&config, shape, &limits).unwrap();
         let h = cuda_header(c, family, op, shape, &limits, "NVIDIA H200").unwrap();
-        (h, family.instantiate(&config), launch)
+        (h, k.source, k.launch)
     }
 
     #[test]

@@ -8,9 +8,13 @@
 //! 4. **default**: a built-in config per op that is reasonable on any GPU.
 //!
 //! Every template is correct for every shape, so any recorded config is valid for any shape;
-//! the fallbacks only cost speed.
+//! the fallbacks only cost speed. An entry tuned against another version of its family (its
+//! checksum is not this build's, [`Freshness`]) is never chosen: its evidence is not this
+//! kernel's. The choice lists the stale entries it passed over ([`Choice::skipped`]), so
+//! `explain`, `best` and the runtime's log say so.
 
 use crate::db::{Database, Entry};
+use crate::family::catalog::{Catalog, Freshness};
 use crate::problem::{Op, Shape};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -53,6 +57,24 @@ pub struct Choice {
     pub entry: Option<Entry>,
     /// Log-space distance from the entry's shape (0 for exact and default).
     pub distance: f64,
+    /// Entries a rule would have chosen but that are not current for this build, in rule
+    /// order; empty when nothing was passed over.
+    pub skipped: Vec<Skipped>,
+}
+
+/// An entry the lookup passed over because its checksum is not this build's.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Skipped {
+    /// The rule that would have chosen it.
+    pub rule: Rule,
+    /// Its GPU.
+    pub gpu: String,
+    /// Its shape label.
+    pub shape: String,
+    /// Its family.
+    pub family: String,
+    /// Why it was passed over.
+    pub freshness: Freshness,
 }
 
 impl Choice {
@@ -64,8 +86,20 @@ impl Choice {
         }
     }
 
-    /// One line for logs: the rule, the config and its origin.
+    /// One line for logs: the rule, the config and its origin, and the stale entries passed
+    /// over.
     pub fn describe(&self, op: Op, shape: Shape) -> String {
+        let mut line = self.describe_choice(op, shape);
+        for s in &self.skipped {
+            line.push_str(&format!(
+                "; passed over the {} entry {} {} on {} ({})",
+                s.rule, s.family, s.shape, s.gpu, s.freshness
+            ));
+        }
+        line
+    }
+
+    fn describe_choice(&self, op: Op, shape: Shape) -> String {
         let params = crate::family::space::params_label(&self.params);
         match &self.entry {
             Some(e) => format!(
@@ -130,35 +164,84 @@ fn nearest<'a>(entries: impl Iterator<Item = &'a Entry>, shape: Shape) -> Option
 }
 
 /// Chooses the config for `op` on `shape` on the GPU named `gpu` of arch `arch` (e.g. `sm_90`;
-/// `None` when unknown, which skips the same-arch rule).
-pub fn lookup(db: &Database, gpu: &str, arch: Option<&str>, op: Op, shape: Shape) -> Choice {
-    let from = |rule, e: &Entry, distance| Choice {
-        rule,
-        family: e.family.clone(),
-        params: e.params.clone(),
-        entry: Some(e.clone()),
-        distance,
+/// `None` when unknown, which skips the same-arch rule), among the entries that are current for
+/// `catalog`.
+pub fn lookup(
+    db: &Database,
+    catalog: &Catalog,
+    gpu: &str,
+    arch: Option<&str>,
+    op: Op,
+    shape: Shape,
+) -> Choice {
+    let freshness = |e: &Entry| catalog.freshness(&e.family, &e.checksum);
+    let mut skipped = Vec::new();
+    let mut pass_over = |rule: Rule, e: &Entry| {
+        // The stale exact entry is also the nearest one: report it once.
+        if skipped
+            .iter()
+            .any(|s: &Skipped| s.gpu == e.gpu && s.shape == e.shape)
+        {
+            return;
+        }
+        skipped.push(Skipped {
+            rule,
+            gpu: e.gpu.clone(),
+            shape: e.shape.clone(),
+            family: e.family.clone(),
+            freshness: freshness(e),
+        })
     };
-    if let Some(e) = db.get(gpu, op, shape) {
-        return from(Rule::Exact, e, 0.0);
-    }
     let of_op = || db.entries.iter().filter(move |e| e.op == op);
-    if let Some((e, d)) = nearest(of_op().filter(|e| e.gpu == gpu), shape) {
-        return from(Rule::Nearest, e, d);
-    }
-    if let Some(arch) = arch {
-        let same_arch = |e: &&Entry| e.gpu != gpu && db.gpu(&e.gpu).is_some_and(|g| g.arch == arch);
-        if let Some((e, d)) = nearest(of_op().filter(same_arch), shape) {
-            return from(Rule::SameArch, e, d);
+    let same_arch = |e: &&Entry| {
+        e.gpu != gpu && arch.is_some_and(|a| db.gpu(&e.gpu).is_some_and(|g| g.arch == a))
+    };
+    let mut found = None;
+    if let Some(e) = db.get(gpu, op, shape) {
+        if freshness(e) == Freshness::Current {
+            found = Some((Rule::Exact, e, 0.0));
+        } else {
+            pass_over(Rule::Exact, e);
         }
     }
-    let (family, params) = default_config(op);
-    Choice {
-        rule: Rule::Default,
-        family,
-        params,
-        entry: None,
-        distance: 0.0,
+    for rule in [Rule::Nearest, Rule::SameArch] {
+        if found.is_some() {
+            break;
+        }
+        let of_rule = |e: &&Entry| match rule {
+            Rule::Nearest => e.gpu == gpu,
+            _ => same_arch(e),
+        };
+        // The nearest entry of any freshness first, so that a stale one that would have won
+        // is reported.
+        if let Some((e, _)) = nearest(of_op().filter(of_rule), shape) {
+            if freshness(e) != Freshness::Current {
+                pass_over(rule, e);
+            }
+        }
+        let current = |e: &&Entry| of_rule(e) && freshness(e) == Freshness::Current;
+        found = nearest(of_op().filter(current), shape).map(|(e, d)| (rule, e, d));
+    }
+    match found {
+        Some((rule, e, distance)) => Choice {
+            rule,
+            family: e.family.clone(),
+            params: e.params.clone(),
+            entry: Some(e.clone()),
+            distance,
+            skipped,
+        },
+        None => {
+            let (family, params) = default_config(op);
+            Choice {
+                rule: Rule::Default,
+                family,
+                params,
+                entry: None,
+                distance: 0.0,
+                skipped,
+            }
+        }
     }
 }
 
@@ -211,7 +294,7 @@ mod tests {
             seed: 1,
             date: "2026-01-01T00:00:00Z".into(),
             tool_version: "0".into(),
-            checksum: "x".into(),
+            checksum: cat().get("gemm_tile2d").unwrap().checksum.clone(),
             partial: None,
             produced_by: None,
             also_measured: Vec::new(),
@@ -230,6 +313,10 @@ mod tests {
         db
     }
 
+    fn cat() -> Catalog {
+        Catalog::builtin().unwrap()
+    }
+
     fn shape(s: &str) -> Shape {
         Shape::parse(Op::Gemm, s).unwrap()
     }
@@ -238,6 +325,7 @@ mod tests {
     fn exact_match_wins() {
         let c = lookup(
             &db(),
+            &cat(),
             "H100",
             Some("sm_90"),
             Op::Gemm,
@@ -253,6 +341,7 @@ mod tests {
         // 1500^3 is nearer 1024^3 than 4096^3 in log space.
         let c = lookup(
             &db(),
+            &cat(),
             "H100",
             Some("sm_90"),
             Op::Gemm,
@@ -261,6 +350,7 @@ mod tests {
         assert_eq!((c.rule, c.params["BM"]), (Rule::Nearest, 64));
         let c = lookup(
             &db(),
+            &cat(),
             "H100",
             Some("sm_90"),
             Op::Gemm,
@@ -271,6 +361,7 @@ mod tests {
         // The H200 entry at 2048^3 is exact-nearer, but it belongs to another GPU.
         let c = lookup(
             &db(),
+            &cat(),
             "H100",
             Some("sm_90"),
             Op::Gemm,
@@ -284,6 +375,7 @@ mod tests {
     fn another_gpu_of_the_same_arch_then_default() {
         let c = lookup(
             &db(),
+            &cat(),
             "GH200",
             Some("sm_90"),
             Op::Gemm,
@@ -294,6 +386,7 @@ mod tests {
         // The 4060 is sm_89: never used for an sm_90 GPU.
         let c = lookup(
             &db(),
+            &cat(),
             "GH200",
             Some("sm_90"),
             Op::Gemm,
@@ -301,10 +394,17 @@ mod tests {
         );
         assert_ne!(c.entry.unwrap().gpu, "4060");
         // Unknown arch, or no entry of the op: the default.
-        let c = lookup(&db(), "GH200", None, Op::Gemm, shape("2000x2000x2000"));
+        let c = lookup(
+            &db(),
+            &cat(),
+            "GH200",
+            None,
+            Op::Gemm,
+            shape("2000x2000x2000"),
+        );
         assert_eq!(c.rule, Rule::Default);
         let v = Shape::parse(Op::Gemv, "4096x4096").unwrap();
-        let c = lookup(&db(), "H100", Some("sm_90"), Op::Gemv, v);
+        let c = lookup(&db(), &cat(), "H100", Some("sm_90"), Op::Gemv, v);
         assert_eq!(
             (c.rule, c.family.as_str()),
             (Rule::Default, "gemv_warp_row")
@@ -346,5 +446,50 @@ mod tests {
         assert!((distance(a, b) - distance(b, c)).abs() < 1e-12);
         assert_eq!(distance(a, b), distance(b, a));
         assert_eq!(distance(a, a), 0.0);
+    }
+
+    #[test]
+    fn stale_entries_are_passed_over_and_reported() {
+        let mut db = db();
+        let mut stale = entry("H100", Op::Gemm, "4096x4096x4096", 256, 2.0);
+        stale.checksum = "0".repeat(64);
+        db.upsert(stale);
+        let c = lookup(
+            &db,
+            &cat(),
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("4096x4096x4096"),
+        );
+        // The exact entry is stale: the nearest current one of this GPU serves instead.
+        assert_eq!(c.rule, Rule::Nearest);
+        assert_eq!(c.params["BM"], 64);
+        assert_eq!(c.skipped.len(), 1, "{:?}", c.skipped);
+        assert_eq!(c.skipped[0].rule, Rule::Exact);
+        assert_eq!(c.skipped[0].freshness, Freshness::Stale);
+        assert!(c
+            .describe(Op::Gemm, shape("4096x4096x4096"))
+            .contains("passed over the exact entry"));
+    }
+
+    #[test]
+    fn entries_of_unknown_families_are_never_chosen() {
+        let mut db = Database::new();
+        db.upsert_gpu(gpu("H100", "sm_90"));
+        let mut e = entry("H100", Op::Gemm, "1024x1024x1024", 64, 2.0);
+        e.family = "gemm_from_the_future".into();
+        db.upsert(e);
+        let c = lookup(
+            &db,
+            &cat(),
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("1024x1024x1024"),
+        );
+        assert_eq!(c.rule, Rule::Default);
+        assert_eq!(c.skipped.len(), 1);
+        assert_eq!(c.skipped[0].freshness, Freshness::UnknownFamily);
     }
 }

@@ -21,7 +21,7 @@ use crate::cuda::bench;
 use crate::cuda::device::{self, DeviceError};
 use crate::cuda::nvrtc::{self, DiskCache};
 use crate::db::{Database, DbError};
-use crate::family::catalog::{Catalog, CatalogError};
+use crate::family::catalog::{Catalog, CatalogError, Kernel};
 use crate::family::space::Launch;
 use crate::gpu::{Arch, DeviceInfo};
 use crate::problem::{Op, Shape, ShapeError};
@@ -177,7 +177,14 @@ impl Tuned {
     /// The config the runtime launches for `op` on `shape`, and which rule chose it.
     pub fn explain(&self, op: Op, shape: Shape) -> Choice {
         let arch = self.info.arch.to_string();
-        lookup::lookup(&self.db, &self.info.name, Some(&arch), op, shape)
+        lookup::lookup(
+            &self.db,
+            &self.catalog,
+            &self.info.name,
+            Some(&arch),
+            op,
+            shape,
+        )
     }
 
     /// Module cache counters.
@@ -309,11 +316,9 @@ impl Tuned {
             .get(&choice.family)
             .map_err(|e| config_err(e.to_string()))?;
         let config = choice.config();
-        let launch = family
-            .space
-            .launch(&config, shape, &self.info.limits)
+        let Kernel { source, launch } = family
+            .kernel(&config, shape, &self.info.limits)
             .map_err(|e| config_err(e.to_string()))?;
-        let source = family.instantiate(&config);
         let func = self.function(&source, op, shape, launch)?;
         let ready = Ready {
             func,

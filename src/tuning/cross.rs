@@ -15,7 +15,7 @@ use crate::cuda::bench::{Bench, RunError};
 use crate::cuda::device::Device;
 use crate::cuda::nvrtc::{self, CompileError};
 use crate::db::Database;
-use crate::family::catalog::{Catalog, Source};
+use crate::family::catalog::{Catalog, Freshness, Source};
 use crate::family::space::{config_label, Config};
 use crate::measure::timing::TimingSettings;
 use crate::problem::{Op, Shape};
@@ -216,10 +216,7 @@ pub fn candidates(db: &Database, catalog: &Catalog, op: Op, shape: Shape) -> Vec
             family: e.family.clone(),
             params: e.params.clone(),
         };
-        let stale = catalog
-            .get(&e.family)
-            .map(|f| f.checksum != e.checksum)
-            .unwrap_or(false);
+        let stale = catalog.freshness(&e.family, &e.checksum) == Freshness::Stale;
         let c = by_config.entry(config.clone()).or_insert(Candidate {
             config,
             winner_on: Vec::new(),
@@ -279,11 +276,10 @@ pub fn run(
                     Ok(Some(why)) => return Err(format!("does not fit this GPU: {why}")),
                     Err(e) => return Err(e.to_string()),
                 }
-                let launch = family
-                    .space
-                    .launch(&c.config, shape, limits)
+                let k = family
+                    .kernel(&c.config, shape, limits)
                     .map_err(|e| e.to_string())?;
-                Ok((family.instantiate(&c.config), launch))
+                Ok((k.source, k.launch))
             })
             .collect();
         let sources: Vec<Source> = planned

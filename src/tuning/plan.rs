@@ -102,16 +102,16 @@ pub fn plan(
             rejected_by: pruned.rejected_by.clone(),
         });
         for config in pruned.valid {
-            let launch = match fam.space.launch(&config, shape, limits) {
-                Ok(l) => l,
+            let kernel = match fam.kernel(&config, shape, limits) {
+                Ok(k) => k,
                 // Grid too large for this shape: not a candidate here.
                 Err(SpaceError::Invalid { .. }) => continue,
                 Err(e) => return Err(e.into()),
             };
             planned.push(Planned {
-                source: fam.instantiate(&config),
+                source: kernel.source,
                 config,
-                launch,
+                launch: kernel.launch,
                 checksum: fam.checksum.clone(),
             });
         }

@@ -19,6 +19,7 @@
 //! Pure: no GPU, no I/O.
 
 use crate::db::Entry;
+use crate::family::catalog::Freshness;
 use crate::family::space::config_label;
 use crate::tuning::outcome::{CandidateResult, TuneReport};
 use std::fmt;
@@ -121,10 +122,8 @@ pub fn recheck(previous: &Entry, results: &[CandidateResult]) -> Recheck {
 /// [`recheck`] of `previous` against `report`, noting when the previous entry was tuned with
 /// another version of its family (another checksum: then the runs need not agree).
 pub fn log_line(previous: &Entry, report: &TuneReport) -> String {
-    let changed = report
-        .checksums
-        .get(&previous.family)
-        .is_some_and(|c| *c != previous.checksum);
+    let current = report.checksums.get(&previous.family).map(String::as_str);
+    let changed = Freshness::of(&previous.checksum, current) == Freshness::Stale;
     format!(
         "{}{}",
         recheck(previous, &report.results),
