@@ -264,3 +264,69 @@ fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
         winner.kernel
     );
 }
+
+/// `cross` runs other GPUs' winners through the isolating evaluator: winners that fault, hang
+/// or give wrong results (the fault suite's configs, recorded as winners of made-up GPUs) are
+/// failed rows, and the run goes on to measure the good one.
+#[test]
+fn cross_isolates_faulting_winners() {
+    use autotune::tuning::cross::{self, CrossOptions};
+    let Some(dev) = device() else { return };
+    let cat = Catalog::from_dir(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/faults"
+    )))
+    .unwrap();
+    let checksum = cat.get("gemm_faults").unwrap().checksum.clone();
+    let fixture = Database::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/h200-db.toml"
+    )))
+    .unwrap();
+    let shape = Shape {
+        m: 256,
+        n: 256,
+        k: 256,
+    };
+    let mut db = Database::new();
+    for fault in 0..=7 {
+        let mut e = fixture.entries[0].clone();
+        e.gpu = format!("Made-up GPU {fault}");
+        e.op = Op::Gemm;
+        (e.m, e.n, e.k) = (shape.m, shape.n, shape.k);
+        e.shape = shape.label(Op::Gemm);
+        e.family = "gemm_faults".into();
+        e.params = [("TILE".to_string(), 16), ("FAULT".to_string(), fault)].into();
+        e.checksum = checksum.clone();
+        db.upsert(e);
+    }
+    let opts = CrossOptions {
+        seed: 1,
+        timing: TimingSettings::quick(),
+        isolation: Some(WorkerSettings::new(autotune_bin())),
+    };
+    let rows = cross::run(
+        &dev,
+        &cat,
+        &Cache::new(),
+        &db,
+        Op::Gemm,
+        &[shape],
+        &opts,
+        "2026-11-23T00:00:00Z",
+        &|line| eprintln!("{line}"),
+    )
+    .expect("a faulting winner must not end the cross run");
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    for r in &rows {
+        eprintln!(
+            "FAULT={} {:?} {:?}",
+            r.params["FAULT"], r.median_ms, r.failure
+        );
+        if r.params["FAULT"] == 0 {
+            assert!(r.median_ms.is_some(), "the good config failed: {r:?}");
+        } else {
+            assert!(r.failure.is_some(), "a broken config passed: {r:?}");
+        }
+    }
+}

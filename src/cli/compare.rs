@@ -359,8 +359,12 @@ pub(super) struct CrossArgs {
     #[arg(long)]
     no_save: bool,
     /// Only print (and write --out) what the portability file holds: no GPU needed.
-    #[arg(long, conflicts_with_all = ["suite", "quick", "no_save"])]
+    #[arg(long, conflicts_with_all = ["suite", "quick", "no_save", "in_process"])]
     show: bool,
+    /// Run the kernels in this process instead of worker processes: faster to start, but a
+    /// faulting kernel ends the whole run.
+    #[arg(long)]
+    in_process: bool,
 }
 
 /// Prints the matrix (and per-shape rows) of every op in `p`, and writes --out.
@@ -424,6 +428,7 @@ pub(super) fn cross(a: &CrossArgs) -> Result<()> {
         } else {
             TimingSettings::default()
         },
+        isolation: super::tuning::worker_settings(a.in_process)?,
     };
     let cache = nvrtc::Cache::new();
     let date = autotune::tuning::outcome::utc_now_rfc3339();

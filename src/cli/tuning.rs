@@ -136,13 +136,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
     }
     let devices = parse_devices(args)?;
     let stop = interrupt_flag()?;
-    let isolation = if args.in_process {
-        None
-    } else {
-        let exe = std::env::current_exe()
-            .context("finding this executable to start benchmark workers (or pass --in-process)")?;
-        Some(WorkerSettings::new(exe))
-    };
+    let isolation = worker_settings(args.in_process)?;
     // Journals live next to the database unless told otherwise; --no-save keeps none.
     let journal_dir = match (&args.journal_dir, args.no_save) {
         (Some(d), _) => Some(d.clone()),
@@ -550,4 +544,14 @@ fn catalog(args: &Args) -> Result<Catalog> {
             .with_context(|| format!("loading kernel families from {}", dir.display()))?,
         None => Catalog::builtin().context("loading the built-in kernel families")?,
     })
+}
+
+/// Worker processes run this executable (`autotune __worker`); `None` with --in-process.
+pub(super) fn worker_settings(in_process: bool) -> Result<Option<WorkerSettings>> {
+    if in_process {
+        return Ok(None);
+    }
+    let exe = std::env::current_exe()
+        .context("finding this executable to start benchmark workers (or pass --in-process)")?;
+    Ok(Some(WorkerSettings::new(exe)))
 }

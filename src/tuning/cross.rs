@@ -11,8 +11,9 @@
 //! candidate list, the matrix and its rendering are pure and tested without a GPU; only
 //! [`run`] needs one.
 
-use crate::cuda::bench::{Bench, RunError};
+use crate::cuda::bench::RunError;
 use crate::cuda::device::Device;
+use crate::cuda::isolate::WorkerSettings;
 use crate::cuda::nvrtc::{self, CompileError};
 use crate::db::Database;
 use crate::family::catalog::{Catalog, Freshness, Source};
@@ -21,6 +22,7 @@ use crate::measure::timing::TimingSettings;
 use crate::problem::{Op, Shape};
 use crate::report::compare::short_gpu_name;
 use crate::report::{geomean, Table};
+use crate::tuning::evaluator::Evaluator;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -230,16 +232,19 @@ pub fn candidates(db: &Database, catalog: &Catalog, op: Op, shape: Shape) -> Vec
 }
 
 /// How a cross run times its candidates.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CrossOptions {
     /// Seed of the random inputs.
     pub seed: u64,
     /// Timing settings (every candidate gets the full sample count: no early cut).
     pub timing: TimingSettings,
+    /// Run the kernels in worker processes (a faulting kernel is a failed candidate, not a
+    /// failed run); `None` runs them in this process.
+    pub isolation: Option<WorkerSettings>,
 }
 
 /// Runs every GPU's recorded winner for each of `shapes` on `dev`: compile (all at once, in
-/// parallel), then per shape one [`Bench`]: cuBLAS, then each candidate validated and timed.
+/// parallel), then per shape one [`Evaluator`]: cuBLAS, then each candidate validated and timed.
 /// A candidate that does not fit this GPU, fails to compile or gives a wrong result is
 /// recorded with its reason. `note` receives one line per step for progress output.
 #[allow(clippy::too_many_arguments)]
@@ -288,17 +293,21 @@ pub fn run(
             .collect();
         let compiled = nvrtc::compile_all(&sources, dev.info.arch, cache, &|_| {});
         let mut compiled = compiled.into_iter();
-        let mut bench = Bench::new(dev, op, shape, opts.seed, opts.timing)?;
-        let (baseline, _) = bench.baseline()?;
+        let mut evaluator = Evaluator::open(
+            dev,
+            op,
+            shape,
+            opts.seed,
+            opts.timing,
+            opts.isolation.as_ref(),
+        )?;
+        let (baseline, _) = evaluator.baseline()?;
         for (c, p) in cands.iter().zip(&planned) {
             let outcome: Result<f64, String> = match p {
                 Err(why) => Err(why.clone()),
                 Ok((_, launch)) => match compiled.next().as_deref() {
-                    Some(Ok(k)) => match bench.load(k, *launch) {
-                        Ok(loaded) => match bench.evaluate(&loaded, None)? {
-                            Ok(m) => Ok(m.stats.median_ms),
-                            Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),
-                        },
+                    Some(Ok(k)) => match evaluator.evaluate(k, *launch, None)? {
+                        Ok(m) => Ok(m.stats.median_ms),
                         Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),
                     },
                     Some(Err(e)) => Err(e.to_string()),

@@ -3,11 +3,13 @@
 //! runs a kernel it did not write (tuning, re-checks, cross-GPU runs) goes through it.
 
 use crate::cuda::bench::{Bench, RunError};
-use crate::cuda::isolate::Isolated;
+use crate::cuda::device::Device;
+use crate::cuda::isolate::{Isolated, WorkerSettings};
 use crate::cuda::nvrtc::Compiled;
 use crate::family::space::Launch;
 use crate::measure::outcome::{Failure, Measured};
-use crate::measure::timing::Stats;
+use crate::measure::timing::{Stats, TimingSettings};
+use crate::problem::{Op, Shape};
 
 /// Runs candidates in this process or in worker processes.
 pub enum Evaluator<'d> {
@@ -17,7 +19,34 @@ pub enum Evaluator<'d> {
     Isolated(Isolated),
 }
 
-impl Evaluator<'_> {
+impl<'d> Evaluator<'d> {
+    /// Prepares `op` on `shape` on `dev`: in this process, or with `isolation` in a worker
+    /// process. The problem is checked against the device's memory first, so a shape too
+    /// large fails before any compile work.
+    pub fn open(
+        dev: &'d Device,
+        op: Op,
+        shape: Shape,
+        seed: u64,
+        timing: TimingSettings,
+        isolation: Option<&WorkerSettings>,
+    ) -> Result<Evaluator<'d>, RunError> {
+        Ok(match isolation {
+            None => Evaluator::InProcess(Bench::new(dev, op, shape, seed, timing)?),
+            Some(settings) => {
+                Bench::check_fits(dev, op, shape)?;
+                Evaluator::Isolated(Isolated::new(
+                    settings.clone(),
+                    dev.info.ordinal,
+                    op,
+                    shape,
+                    seed,
+                    timing,
+                ))
+            }
+        })
+    }
+
     /// cuBLAS's time and error.
     pub fn baseline(&mut self) -> Result<(Stats, f64), RunError> {
         match self {

@@ -3,7 +3,7 @@
 
 use crate::cuda::bench::{Bench, RunError};
 use crate::cuda::device::Device;
-use crate::cuda::isolate::{Isolated, WorkerSettings};
+use crate::cuda::isolate::WorkerSettings;
 use crate::cuda::nvrtc::{self, CompileError, Compiled, DiskCache};
 use crate::family::catalog::{Catalog, Source};
 use crate::family::space::{Limits, SpaceError};
@@ -145,20 +145,14 @@ pub fn tune(
     nvrtc::check_arch(dev.info.arch)?;
 
     // The problem first: a shape too large for the device fails before any compile work.
-    let mut evaluator = match &opts.isolation {
-        None => Evaluator::InProcess(Bench::new(dev, op, shape, opts.seed, opts.timing)?),
-        Some(settings) => {
-            Bench::check_fits(dev, op, shape)?;
-            Evaluator::Isolated(Isolated::new(
-                settings.clone(),
-                dev.info.ordinal,
-                op,
-                shape,
-                opts.seed,
-                opts.timing,
-            ))
-        }
-    };
+    let mut evaluator = Evaluator::open(
+        dev,
+        op,
+        shape,
+        opts.seed,
+        opts.timing,
+        opts.isolation.as_ref(),
+    )?;
 
     // Candidates an interrupted run already finished are taken from its journal.
     let header = Header {
