@@ -80,8 +80,17 @@ pub(super) fn run(args: &Args) -> Result<()> {
         };
         let arch: Arch = arch.parse()?;
         let mut failed = 0;
+        // One cache for the suite: a kernel's source does not depend on the shape.
+        let cache = nvrtc::Cache::new();
         for &shape in &shapes {
-            let r = tune::dry_run(&catalog, op, shape, arch, &args.families, &bars)?;
+            let r = tune::dry_run(&catalog, op, shape, arch, &args.families, &cache, &bars)?;
+            let total: usize = r.families.iter().map(|f| f.compiled + f.failed.len()).sum();
+            eprintln!(
+                "{op} {}: {} of {total} kernel(s) compiled by NVRTC now, the rest taken from this run's cache ({:.1} s)",
+                shape.label(op),
+                r.compiled_now,
+                r.wall_s
+            );
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {

@@ -177,6 +177,8 @@ pub struct DryRunReport {
     pub nvrtc: String,
     /// Per family.
     pub families: Vec<DryRunFamily>,
+    /// Kernels NVRTC compiled for this shape (the rest came from the cache).
+    pub compiled_now: usize,
     /// Wall time, seconds.
     pub wall_s: f64,
 }

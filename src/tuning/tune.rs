@@ -445,13 +445,15 @@ pub fn validate_all(
 }
 
 /// Enumerates, prunes (with the arch's documented limits), instantiates and compiles every
-/// candidate for `arch`. Needs NVRTC, no GPU.
+/// candidate for `arch`. Needs NVRTC, no GPU. Kernels already in `cache` (from another shape
+/// of the same suite: the source does not depend on the shape) are not compiled again.
 pub fn dry_run(
     catalog: &Catalog,
     op: Op,
     shape: Shape,
     arch: Arch,
     families: &[String],
+    cache: &nvrtc::Cache,
     progress: &dyn Progress,
 ) -> Result<DryRunReport, TuneError> {
     let start = Instant::now();
@@ -461,7 +463,8 @@ pub fn dry_run(
     nvrtc::check_arch(arch)?;
     let sources: Vec<Source> = planned.iter().map(|p| p.source.clone()).collect();
     progress.start(Phase::Compile, sources.len() as u64);
-    let compiled = nvrtc::compile_all(&sources, arch, &nvrtc::Cache::new(), &|r| {
+    let hits_before = cache.hits();
+    let compiled = nvrtc::compile_all(&sources, arch, cache, &|r| {
         progress.step(
             Phase::Compile,
             match r {
@@ -498,6 +501,7 @@ pub fn dry_run(
         arch: arch.to_string(),
         nvrtc,
         families,
+        compiled_now: sources.len() - (cache.hits() - hits_before),
         wall_s: start.elapsed().as_secs_f64(),
     })
 }
