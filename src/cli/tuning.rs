@@ -2,19 +2,19 @@
 
 use super::Args;
 use anyhow::{bail, Context, Result};
-use autotune::cuda::bench;
-use autotune::cuda::device::Device;
 use autotune::cuda::isolate::{self, WorkerSettings};
 use autotune::cuda::nvrtc::{self, DiskCache};
-use autotune::db::{Database, Entry, GpuRecord, Producer};
+use autotune::db::{Database, Entry, GpuRecord};
 use autotune::family::catalog::Catalog;
 use autotune::gpu::Arch;
 use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
 use autotune::report;
 use autotune::search;
-use autotune::tuning::journal;
-use autotune::tuning::outcome;
+use autotune::tuning::outcome::TuneReport;
+use autotune::tuning::session::{
+    self, Event, Observer, SessionError, SessionOptions, SessionOutcome,
+};
 use autotune::tuning::shard::{self, Shard};
 use autotune::tuning::suite::Suite;
 use autotune::tuning::tune::{self, Phase, Progress, TuneOptions};
@@ -180,22 +180,36 @@ pub(super) fn run(args: &Args) -> Result<()> {
             DiskCache::user_default()
         },
     };
-    let ctx = RunCtx {
-        args,
+    let session = SessionOptions {
         op,
-        catalog: &catalog,
-        cache: nvrtc::Cache::new(),
-        bars: &bars,
-        opts,
+        run: opts,
+        strategy: args.strategy.clone(),
+        seed: args.seed,
+        time_limit: args.time,
         journal_dir,
-        db_path,
-        stop,
+        db: db_path,
+        save: !args.no_save,
         shard,
+    };
+    let printer = Printer {
+        op,
+        bars: &bars,
+        json: args.json,
+        top: args.top,
+    };
+    let cache = nvrtc::Cache::new();
+    let tune_on = |d: usize, part: &[Shape]| {
+        session::tune_shapes(d, part, &catalog, &cache, &session, &printer).map_err(|e| match e {
+            SessionError::Interrupted { .. } => {
+                anyhow::anyhow!("{e}; run the same command with --resume to finish it")
+            }
+            e => e.into(),
+        })
     };
     // The suite's shapes are spread over the GPUs (balanced by work); every GPU shares the
     // compile caches.
-    let outcomes: Vec<Result<DeviceOutcome>> = if devices.len() == 1 {
-        vec![ctx.tune_on(devices[0], &shapes)]
+    let outcomes: Vec<Result<SessionOutcome>> = if devices.len() == 1 {
+        vec![tune_on(devices[0], &shapes)]
     } else {
         let parts = shard::balance(op, &shapes, devices.len());
         std::thread::scope(|scope| {
@@ -204,8 +218,8 @@ pub(super) fn run(args: &Args) -> Result<()> {
                 .zip(&parts)
                 .filter(|(_, part)| !part.is_empty())
                 .map(|(&d, part)| {
-                    let ctx = &ctx;
-                    scope.spawn(move || ctx.tune_on(d, part))
+                    let tune_on = &tune_on;
+                    scope.spawn(move || tune_on(d, part))
                 })
                 .collect();
             handles
@@ -308,190 +322,119 @@ fn parse_devices(args: &Args) -> Result<Vec<usize>> {
     Ok(out)
 }
 
-/// What the tuning of one device's shapes produced.
-struct DeviceOutcome {
-    gpu: Option<GpuRecord>,
-    winners: Vec<Entry>,
-    lost: Vec<String>,
-}
-
-/// Everything the per-device tuning threads share.
-struct RunCtx<'a> {
-    args: &'a Args,
+/// Prints a session's events as the tool always has: progress lines on stderr, each shape's
+/// table (or JSON) on stdout.
+struct Printer<'a> {
     op: Op,
-    catalog: &'a Catalog,
-    cache: nvrtc::Cache,
     bars: &'a Bars,
-    opts: TuneOptions,
-    journal_dir: Option<PathBuf>,
-    db_path: PathBuf,
-    stop: Arc<AtomicBool>,
-    /// The shard of the suite this run tunes, recorded in each entry's `produced_by`.
-    shard: Option<Shard>,
+    json: bool,
+    top: usize,
 }
 
-impl RunCtx<'_> {
-    /// Tunes `shapes` one after another on device `ordinal`, saving each as soon as it is done.
-    fn tune_on(&self, ordinal: usize, shapes: &[Shape]) -> Result<DeviceOutcome> {
-        let (args, op) = (self.args, self.op);
-        let dev = Device::open(ordinal)?;
-        let known = if args.no_save {
-            None
-        } else {
-            Database::load(&self.db_path)?
-                .gpu(&dev.info.name)
-                .and_then(|g| g.copy_bandwidth_gbs)
-        };
-        let bandwidth = match known {
-            Some(b) => b,
-            None => {
-                let b = bench::copy_bandwidth_gbs(&dev)?;
-                eprintln!(
-                    "device {ordinal}: measured device-to-device copy bandwidth: {b:.0} GB/s"
-                );
-                b
-            }
-        };
-        let mut opts = self.opts.clone();
-        let mut out = DeviceOutcome {
-            gpu: None,
-            winners: Vec::new(),
-            lost: Vec::new(),
-        };
-        for (i, &shape) in shapes.iter().enumerate() {
-            eprintln!(
-                "[{}/{}] tuning {op} {} on {} ({}), device {ordinal}",
-                i + 1,
-                shapes.len(),
-                shape.label(op),
-                dev.info.name,
-                dev.info.arch,
-            );
-            opts.journal = self
-                .journal_dir
-                .as_ref()
-                .map(|d| journal::path_for(d, &dev.info.name, op, shape));
-            opts.deadline = args.time.map(|t| std::time::Instant::now() + t);
-            let mut strategy = search::by_name(&args.strategy, args.seed)?;
-            let mut r = tune::tune(
-                &dev,
-                self.catalog,
-                &self.cache,
-                op,
+impl Progress for Printer<'_> {
+    fn start(&self, phase: Phase, total: u64) {
+        self.bars.start(phase, total)
+    }
+    fn step(&self, phase: Phase, message: &str) {
+        self.bars.step(phase, message)
+    }
+    fn finish(&self, phase: Phase) {
+        self.bars.finish(phase)
+    }
+}
+
+impl Observer for Printer<'_> {
+    fn event(&self, event: Event<'_>) {
+        match event {
+            Event::Bandwidth { ordinal, gbs } => eprintln!(
+                "device {ordinal}: measured device-to-device copy bandwidth: {gbs:.0} GB/s"
+            ),
+            Event::Start {
+                index,
+                total,
                 shape,
-                &opts,
-                strategy.as_mut(),
-                self.bars,
-            )?;
-            let ran = r.results.len() - r.resumed;
-            eprintln!(
-                "compile: {} kernel(s) by NVRTC, {:.1} s; benchmark: {} candidate(s) in {:.1} s ({:.1}/s), overlapping",
-                r.compiled_now,
-                r.compile_s,
-                ran,
-                r.bench_s,
-                ran as f64 / r.bench_s.max(1e-9)
-            );
-            if r.resumed > 0 {
+                device,
+            } => {
+                let op = self.op;
                 eprintln!(
-                    "resumed: {} candidate(s) taken from the journal, {ran} run now",
-                    r.resumed
-                );
-            }
-            if r.worker_restarts > 0 {
-                eprintln!(
-                    "{} candidate(s) killed their worker process (fault, hang or crash); each was recorded as failed and a new worker started",
-                    r.worker_restarts
-                );
-            }
-            r.gpu.copy_bandwidth_gbs = Some(bandwidth);
-            for f in &r.families {
-                eprintln!(
-                    "space {}: {} configs, {} valid after pruning",
-                    f.family, f.total, f.valid
-                );
-            }
-            let valid: usize = r.families.iter().map(|f| f.valid).sum();
-            eprintln!(
-                "search: {}, {} of {valid} valid candidate(s) evaluated{}",
-                r.strategy,
-                r.results.len(),
-                if r.partial { " (partial)" } else { "" }
-            );
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
-            } else {
-                print!("{}", report::tune_table(&r, args.top));
-            }
-            let Some(mut entry) = r.to_entry(&outcome::utc_now_rfc3339()) else {
-                eprintln!(
-                    "no candidate validated for {op} {}: every one of {} failed (reasons above); nothing recorded",
+                    "[{}/{total}] tuning {op} {} on {} ({}), device {}",
+                    index + 1,
                     shape.label(op),
-                    r.results.len()
-                );
-                out.lost.push(shape.label(op));
-                continue;
-            };
-            entry.produced_by = Some(Producer {
-                host: autotune::db::this_host(),
-                device: ordinal as u32,
-                pci_bus_id: dev.info.pci_bus_id.clone(),
-                uuid: dev.info.uuid.clone(),
-                shard: self.shard.map(|s| s.to_string()),
-            });
-            // The previous winner of this GPU x op x shape (for the reproducibility line) is read
-            // from the database as the save finds it, under its lock: one load, not two.
-            // Each shape is saved as soon as it is tuned: an interrupted suite keeps what it
-            // did. The file lock lets the other devices' threads and processes write too.
-            let previous = if args.no_save {
-                Database::load(&self.db_path)
-                    .ok()
-                    .and_then(|db| db.get(&r.gpu.name, op, shape).cloned())
-            } else {
-                let (g, e) = (r.gpu.clone(), entry.clone());
-                let mut before = None;
-                Database::update_file(&self.db_path, |db| {
-                    before = db.get(&g.name, op, shape).cloned();
-                    db.upsert_gpu(g);
-                    db.upsert(e);
-                    Ok(())
-                })?;
-                eprintln!(
-                    "wrote {} ({} {})",
-                    self.db_path.display(),
-                    op,
-                    shape.label(op)
-                );
-                before
-            };
-            if let Some(p) = previous {
-                eprintln!("{}", autotune::tuning::recheck::log_line(&p, &r));
+                    device.info.name,
+                    device.info.arch,
+                    device.info.ordinal,
+                )
             }
-            out.gpu = Some(r.gpu.clone());
-            out.winners.push(entry);
-            if r.partial && !self.stop.load(Ordering::SeqCst) {
-                // The --time limit, not an interrupt: go on with the next shape.
-                eprintln!(
-                    "time limit reached for {op} {} after {} candidate(s) ({}): the best so far was recorded, marked partial; --resume with a longer --time continues it",
-                    shape.label(op),
-                    r.results.len(),
-                    r.strategy
-                );
-            } else if r.partial {
-                let journal = r
-                    .journal
-                    .as_ref()
-                    .map_or(String::new(), |j| format!(" (journal {})", j.display()));
-                bail!(
-                    "interrupted: the best so far for {op} {} was recorded, marked partial; run the same command with --resume to finish it{journal}",
-                    shape.label(op)
-                );
+            Event::Tuned(r) => self.tuned(r),
+            Event::NothingValid { shape, tried } => eprintln!(
+                "no candidate validated for {}: every one of {tried} failed (reasons above); nothing recorded",
+                self.what(shape)
+            ),
+            Event::Saved { path, shape } => {
+                eprintln!("wrote {} ({})", path.display(), self.what(shape))
             }
-            if self.stop.load(Ordering::SeqCst) {
-                bail!("interrupted between shapes: the shapes tuned so far were recorded");
-            }
+            Event::Recheck(line) => eprintln!("{line}"),
+            Event::TimeLimit {
+                shape,
+                tried,
+                strategy,
+            } => eprintln!(
+                "time limit reached for {} after {tried} candidate(s) ({strategy}): the best so far was recorded, marked partial; --resume with a longer --time continues it",
+                self.what(shape)
+            ),
         }
-        Ok(out)
+    }
+}
+
+impl Printer<'_> {
+    /// `gemm 2048x2048x2048`.
+    fn what(&self, shape: Shape) -> String {
+        format!("{} {}", self.op, shape.label(self.op))
+    }
+
+    fn tuned(&self, r: &TuneReport) {
+        let ran = r.results.len() - r.resumed;
+        eprintln!(
+            "compile: {} kernel(s) by NVRTC, {:.1} s; benchmark: {} candidate(s) in {:.1} s ({:.1}/s), overlapping",
+            r.compiled_now,
+            r.compile_s,
+            ran,
+            r.bench_s,
+            ran as f64 / r.bench_s.max(1e-9)
+        );
+        if r.resumed > 0 {
+            eprintln!(
+                "resumed: {} candidate(s) taken from the journal, {ran} run now",
+                r.resumed
+            );
+        }
+        if r.worker_restarts > 0 {
+            eprintln!(
+                "{} candidate(s) killed their worker process (fault, hang or crash); each was recorded as failed and a new worker started",
+                r.worker_restarts
+            );
+        }
+        for f in &r.families {
+            eprintln!(
+                "space {}: {} configs, {} valid after pruning",
+                f.family, f.total, f.valid
+            );
+        }
+        let valid: usize = r.families.iter().map(|f| f.valid).sum();
+        eprintln!(
+            "search: {}, {} of {valid} valid candidate(s) evaluated{}",
+            r.strategy,
+            r.results.len(),
+            if r.partial { " (partial)" } else { "" }
+        );
+        if self.json {
+            match serde_json::to_string_pretty(r) {
+                Ok(j) => println!("{j}"),
+                Err(e) => eprintln!("could not write the report as JSON: {e}"),
+            }
+        } else {
+            print!("{}", report::tune_table(r, self.top));
+        }
     }
 }
 

@@ -11,6 +11,7 @@ pub mod outcome;
 pub mod plan;
 pub mod recheck;
 pub mod replay;
+pub mod session;
 pub mod shard;
 pub mod suite;
 pub mod tune;
