@@ -171,7 +171,7 @@ impl WorkerSettings {
 }
 
 /// One live worker process.
-struct Proc {
+struct WorkerProcess {
     child: Child,
     stdin: Option<ChildStdin>,
     replies: Receiver<Option<String>>,
@@ -188,8 +188,8 @@ enum Lost {
     Fatal(String),
 }
 
-impl Proc {
-    fn spawn(exe: &PathBuf) -> Result<Proc, RunError> {
+impl WorkerProcess {
+    fn spawn(exe: &PathBuf) -> Result<WorkerProcess, RunError> {
         let mut child = Command::new(exe)
             .arg(WORKER_ARG)
             .stdin(Stdio::piped())
@@ -229,7 +229,7 @@ impl Proc {
                 }
             }
         });
-        Ok(Proc {
+        Ok(WorkerProcess {
             child,
             stdin: Some(stdin),
             replies,
@@ -291,7 +291,7 @@ impl Proc {
     }
 }
 
-impl Drop for Proc {
+impl Drop for WorkerProcess {
     fn drop(&mut self) {
         // Closing stdin ends the worker's loop; one that does not exit in time is killed.
         drop(self.stdin.take());
@@ -315,7 +315,7 @@ pub struct Isolated {
     shape: Shape,
     seed: u64,
     timing: TimingSettings,
-    proc: Option<Proc>,
+    proc: Option<WorkerProcess>,
     baseline_ms: Option<f64>,
     restarts: u32,
 }
@@ -357,9 +357,9 @@ impl Isolated {
         self.settings.floor + Duration::from_secs_f64(per.clamp(0.0, 3600.0))
     }
 
-    fn worker(&mut self) -> Result<&mut Proc, RunError> {
+    fn worker(&mut self) -> Result<&mut WorkerProcess, RunError> {
         if self.proc.is_none() {
-            let mut p = Proc::spawn(&self.settings.exe)?;
+            let mut p = WorkerProcess::spawn(&self.settings.exe)?;
             let init = Request::Init {
                 device: self.device,
                 op: self.op,

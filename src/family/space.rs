@@ -245,7 +245,7 @@ pub struct Pruned {
     pub rejected_by: BTreeMap<String, usize>,
 }
 
-fn three(family: &str, place: &str, texts: &[String]) -> Result<[Expr; 3], SpaceError> {
+fn dim3_exprs(family: &str, place: &str, texts: &[String]) -> Result<[Expr; 3], SpaceError> {
     if texts.len() != 3 {
         return Err(SpaceError::Invalid {
             family: family.to_string(),
@@ -354,8 +354,8 @@ impl Space {
             template: file.template.clone(),
             description: file.description.clone(),
             source: text.to_string(),
-            grid: three(&family, "grid", &file.launch.grid)?,
-            block: three(&family, "block", &file.launch.block)?,
+            grid: dim3_exprs(&family, "grid", &file.launch.grid)?,
+            block: dim3_exprs(&family, "block", &file.launch.block)?,
             shared_bytes: opt("shared_bytes", &file.launch.shared_bytes)?,
             dynamic_shared_bytes: opt("dynamic_shared_bytes", &file.launch.dynamic_shared_bytes)?,
             zero_output: file.launch.zero_output,

@@ -8,14 +8,14 @@ use crate::cuda::nvrtc::{self, CompileError, Compiled, DiskCache};
 use crate::family::catalog::{Catalog, Source};
 use crate::family::space::{Limits, SpaceError};
 use crate::gpu::Arch;
-use crate::measure::outcome::{Failure, Stage};
+use crate::measure::outcome::{Failure, Measured, Stage};
 use crate::measure::timing::TimingSettings;
 use crate::problem::{Op, Shape};
 use crate::search::{self, Strategy, Trial};
 use crate::tuning::evaluator::Evaluator;
 use crate::tuning::journal::{self, CandidateRecord, Header, JournalError, Record, Recorded};
 use crate::tuning::outcome::{CandidateResult, DryRunFamily, DryRunReport, TuneReport};
-use crate::tuning::plan::{plan, PlanError};
+use crate::tuning::plan::{plan, PlanError, Planned};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -166,53 +166,11 @@ pub fn tune(
         arch: Some(dev.info.arch.to_string()),
         sms: Some(dev.info.sms),
     };
-    let mut results: Vec<CandidateResult> = Vec::with_capacity(planned.len());
-    let mut resumed_trials = Vec::new();
-    let mut writer = None;
-    if let Some(path) = &opts.journal {
-        let old = if opts.resume && path.exists() {
-            let r = Recorded::load(path)?;
-            r.check_matches(path, &header)?;
-            Some(r)
-        } else {
-            None
-        };
-        match old {
-            Some(old) => {
-                let index: HashMap<String, usize> = planned
-                    .iter()
-                    .enumerate()
-                    .map(|(i, p)| {
-                        (
-                            journal_key(&p.config.family, &p.config.params, &p.checksum),
-                            i,
-                        )
-                    })
-                    .collect();
-                for c in old.candidates {
-                    let Some(&i) = index.get(&journal_key(&c.family, &c.params, &c.checksum))
-                    else {
-                        continue; // a changed family or another space: run it again
-                    };
-                    if resumed_trials.iter().any(|t: &Trial| t.index == i) {
-                        continue;
-                    }
-                    resumed_trials.push(Trial {
-                        index: i,
-                        time_ms: c.outcome.as_ref().ok().map(|m| m.stats.median_ms),
-                    });
-                    results.push(CandidateResult {
-                        family: c.family,
-                        kernel: c.kernel,
-                        params: c.params,
-                        outcome: c.outcome,
-                    });
-                }
-                writer = Some(journal::Writer::append(path)?);
-            }
-            None => writer = Some(journal::Writer::create(path, &header)?),
-        }
-    }
+    let Resumed {
+        mut results,
+        trials: resumed_trials,
+        mut writer,
+    } = open_journal(opts, &header, &planned)?;
     let resumed = resumed_trials.len();
 
     // Compile what is left to run on every core in the background, in the order the search
@@ -277,16 +235,7 @@ pub fn tune(
             }
             progress.step(
                 Phase::Benchmark,
-                &match (&outcome, time) {
-                    (_, Some(t)) => format!("{} {:.4} ms", p.source.kernel_name, t),
-                    (Err(f), None) => format!(
-                        "{} failed ({:?}: {})",
-                        p.source.kernel_name,
-                        f.stage,
-                        f.reason.lines().next().unwrap_or_default()
-                    ),
-                    _ => format!("{} failed", p.source.kernel_name),
-                },
+                &step_message(&p.source.kernel_name, &outcome),
             );
             let result = CandidateResult {
                 family: p.config.family.clone(),
@@ -442,6 +391,90 @@ pub fn validate_all(
         }
     }
     Ok(out)
+}
+
+/// What an interrupted run's journal gives back, and the journal to append to.
+struct Resumed {
+    /// Candidates the journal holds, in the order they ran.
+    results: Vec<CandidateResult>,
+    /// The same, as the search sees them.
+    trials: Vec<Trial>,
+    /// Where this run records each candidate.
+    writer: Option<journal::Writer>,
+}
+
+/// Opens the run's journal: with `opts.resume`, the candidates an interrupted run of the same
+/// problem already finished are taken from it (a candidate whose family changed since runs
+/// again); otherwise a new journal is started.
+fn open_journal(
+    opts: &TuneOptions,
+    header: &Header,
+    planned: &[Planned],
+) -> Result<Resumed, TuneError> {
+    let mut results: Vec<CandidateResult> = Vec::with_capacity(planned.len());
+    let mut trials = Vec::new();
+    let mut writer = None;
+    if let Some(path) = &opts.journal {
+        let old = if opts.resume && path.exists() {
+            let r = Recorded::load(path)?;
+            r.check_matches(path, header)?;
+            Some(r)
+        } else {
+            None
+        };
+        match old {
+            Some(old) => {
+                let index: HashMap<String, usize> = planned
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        (
+                            journal_key(&p.config.family, &p.config.params, &p.checksum),
+                            i,
+                        )
+                    })
+                    .collect();
+                for c in old.candidates {
+                    let Some(&i) = index.get(&journal_key(&c.family, &c.params, &c.checksum))
+                    else {
+                        continue; // a changed family or another space: run it again
+                    };
+                    if trials.iter().any(|t: &Trial| t.index == i) {
+                        continue;
+                    }
+                    trials.push(Trial {
+                        index: i,
+                        time_ms: c.outcome.as_ref().ok().map(|m| m.stats.median_ms),
+                    });
+                    results.push(CandidateResult {
+                        family: c.family,
+                        kernel: c.kernel,
+                        params: c.params,
+                        outcome: c.outcome,
+                    });
+                }
+                writer = Some(journal::Writer::append(path)?);
+            }
+            None => writer = Some(journal::Writer::create(path, header)?),
+        }
+    }
+    Ok(Resumed {
+        results,
+        trials,
+        writer,
+    })
+}
+
+/// The progress line of one evaluated candidate.
+fn step_message(kernel: &str, outcome: &Result<Measured, Failure>) -> String {
+    match outcome {
+        Ok(m) => format!("{kernel} {:.4} ms", m.stats.median_ms),
+        Err(f) => format!(
+            "{kernel} failed ({:?}: {})",
+            f.stage,
+            f.reason.lines().next().unwrap_or_default()
+        ),
+    }
 }
 
 /// Enumerates, prunes (with the arch's documented limits), instantiates and compiles every
