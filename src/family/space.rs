@@ -245,6 +245,7 @@ pub struct Pruned {
     pub rejected_by: BTreeMap<String, usize>,
 }
 
+/// The x, y and z expressions of a grid or block (`place` names it in errors).
 fn dim3_exprs(family: &str, place: &str, texts: &[String]) -> Result<[Expr; 3], SpaceError> {
     if texts.len() != 3 {
         return Err(SpaceError::Invalid {
