@@ -226,7 +226,10 @@ pub(super) fn run(args: &Args) -> Result<()> {
                     }
                 }
             }
-            Err(e) => errors.push(format!("{e:#}")),
+            Err(e) => errors.push(format!(
+                "{:#}",
+                super::advice::advise(e, super::advice::DbArg::Db)
+            )),
         }
     }
     if args.suite.is_some() {
@@ -428,7 +431,7 @@ impl RunCtx<'_> {
                 continue;
             };
             entry.produced_by = Some(Producer {
-                host: autotune::db::this_host(),
+                host: autotune::provenance::this_host(),
                 device: ordinal as u32,
                 pci_bus_id: dev.info.pci_bus_id.clone(),
                 uuid: dev.info.uuid.clone(),
