@@ -28,10 +28,12 @@
 pub mod cuda;
 pub mod db;
 pub mod family;
+pub mod fileio;
 pub mod gpu;
 pub mod measure;
 pub mod problem;
 pub mod product;
+pub mod provenance;
 pub mod report;
 pub mod search;
 pub mod tuning;

@@ -6,7 +6,7 @@ use super::Target;
 use anyhow::{bail, Context, Result};
 use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc;
-use autotune::db::{Database, MergeError, MergeOptions};
+use autotune::db::{Database, DbError, MergeError, MergeOptions};
 use autotune::family::catalog::Catalog;
 use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
@@ -47,23 +47,18 @@ pub(super) struct MergeArgs {
 }
 
 /// `autotune merge`: joins databases; prints what happened per key present in several.
+///
+/// The output may be one of the inputs, and several merges may write it at once: the library
+/// reads the inputs with the output's write lock held and keeps it until the merged file has
+/// replaced the output, so no merge loses what another wrote.
 pub(super) fn merge(a: &MergeArgs) -> Result<()> {
-    let mut inputs = Vec::new();
-    // How many inputs hold each key, for the summary.
-    let mut holders: std::collections::BTreeMap<_, usize> = std::collections::BTreeMap::new();
-    for p in &a.inputs {
-        let db = load_existing(p, "database")?;
-        for e in &db.entries {
-            *holders.entry(e.key()).or_default() += 1;
-        }
-        inputs.push((p.display().to_string(), db));
-    }
     let opts = MergeOptions {
         allow_mixed_checksums: a.allow_mixed_checksums,
     };
-    let (db, report) = match Database::merge_all(inputs, opts) {
+    let (db, report) = match Database::merge_into_file(&a.output, &a.inputs, opts) {
         Ok(r) => r,
-        Err(e @ MergeError::ChecksumMismatch { .. }) => {
+        Err(DbError::Merge(e @ MergeError::ChecksumMismatch { .. })) => {
+            let advice = "Re-tune those entries with one autotune build, or pass --allow-mixed-checksums to merge anyway (each entry keeps its own checksum).";
             // Say which version this build would write, so the user knows which side is stale.
             let current = Catalog::builtin().ok().map(|cat| {
                 let MergeError::ChecksumMismatch { conflicts } = &e else {
@@ -94,8 +89,8 @@ pub(super) fn merge(a: &MergeArgs) -> Result<()> {
                     .join("; ")
             });
             match current.filter(|s| !s.is_empty()) {
-                Some(cur) => bail!("{e} Note: {cur}."),
-                None => bail!("{e}"),
+                Some(cur) => bail!("{e}. {advice} Note: {cur}."),
+                None => bail!("{e}. {advice}"),
             }
         }
         Err(e) => return Err(e.into()),
@@ -109,16 +104,16 @@ pub(super) fn merge(a: &MergeArgs) -> Result<()> {
     for m in &report.mixed_checksums {
         println!("warning: merged entries tuned with different kernel versions, {m}");
     }
-    let single = holders.values().filter(|n| **n == 1).count();
+    // Every key of the inputs is one entry of the result.
+    let single = db.entries.len().saturating_sub(report.in_several);
     println!(
         "{} entries from {} databases: {single} in one database only, {} in several ({} time(s) the faster kept with both times recorded, {} time(s) the very same measurement)",
         db.entries.len(),
         a.inputs.len(),
-        holders.len() - single,
+        report.in_several,
         report.conflicts.len(),
         report.identical
     );
-    db.save(&a.output)?;
     eprintln!("wrote {}", a.output.display());
     Ok(())
 }
@@ -450,10 +445,15 @@ pub(super) fn cross(a: &CrossArgs) -> Result<()> {
             suite_path.display()
         );
     }
-    portability.absorb(run);
-    if !a.no_save {
-        portability.save(&a.portability)?;
+    let portability = if a.no_save {
+        portability.absorb(run);
+        portability
+    } else {
+        // Read again under the file's lock: a run on another GPU may have added its rows since
+        // the check above, and this run replaces only its own GPU's.
+        let p = Portability::update_file(&a.portability, |p| p.absorb(run))?;
         eprintln!("wrote {}", a.portability.display());
-    }
+        p
+    };
     show_portability(&portability, &a.portability, a.out.as_deref())
 }

@@ -1,5 +1,6 @@
 //! Argument parsing, progress bars and printing. Nothing depends on this module.
 
+mod advice;
 mod compare;
 mod simulate;
 mod tuning;
@@ -461,9 +462,19 @@ fn best(a: &BestArgs) -> Result<()> {
     Ok(())
 }
 
-/// Runs the command line.
+/// Runs the command line. A database error gets the advice of the command that met it (which
+/// option picks another file).
 pub fn main() -> Result<()> {
     let args = Args::parse();
+    let arg = match &args.command {
+        Some(Command::Merge(_)) => advice::DbArg::Merge,
+        _ => advice::DbArg::Db,
+    };
+    run(&args).map_err(|e| advice::advise(e, arg))
+}
+
+/// Runs the command `args` name.
+fn run(args: &Args) -> Result<()> {
     match &args.command {
         Some(Command::Best(b)) => return best(b),
         Some(Command::Export(e)) => return export(e),
@@ -476,5 +487,5 @@ pub fn main() -> Result<()> {
         Some(Command::Worker) => tuning::worker(),
         None => {}
     }
-    tuning::run(&args)
+    tuning::run(args)
 }

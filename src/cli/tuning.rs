@@ -245,7 +245,10 @@ pub(super) fn run(args: &Args) -> Result<()> {
                     }
                 }
             }
-            Err(e) => errors.push(format!("{e:#}")),
+            Err(e) => errors.push(format!(
+                "{:#}",
+                super::advice::advise(e, super::advice::DbArg::Db)
+            )),
         }
     }
     if args.suite.is_some() {

@@ -543,14 +543,12 @@ impl DiskCache {
     }
 
     /// Stores a cubin; failures are returned but harmless (the next start compiles again).
+    /// Unlocked ([`crate::fileio::write_atomic`]): two processes storing one cubin write the
+    /// same bytes, and either rename leaves a whole file.
     pub fn put(&self, nvrtc: &str, compiled: &Compiled, source: &Source) -> std::io::Result<()> {
-        std::fs::create_dir_all(&self.dir)?;
         let path = self.path(nvrtc, compiled.arch, source);
-        let tmp = path.with_extension(format!("tmp{}", std::process::id()));
-        std::fs::write(&tmp, &compiled.cubin)?;
-        std::fs::rename(&tmp, &path).inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
+        crate::fileio::write_atomic(&path, |f| std::io::Write::write_all(f, &compiled.cubin))?;
+        Ok(())
     }
 }
 

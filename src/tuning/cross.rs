@@ -18,6 +18,7 @@ use crate::cuda::nvrtc::{self, CompileError};
 use crate::db::Database;
 use crate::family::catalog::{Catalog, Freshness, Source};
 use crate::family::space::{config_label, Config};
+use crate::fileio::{FileError, WriteLock};
 use crate::measure::timing::TimingSettings;
 use crate::problem::{Op, Shape};
 use crate::report::compare::short_gpu_name;
@@ -26,6 +27,7 @@ use crate::tuning::evaluator::Evaluator;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 /// The layout version of the portability file this build reads and writes.
@@ -119,6 +121,15 @@ impl Default for Portability {
     }
 }
 
+/// A lock or write failure of the portability file, as [`CrossError::Io`].
+fn file_error(path: &Path) -> impl Fn(FileError) -> CrossError + '_ {
+    move |e| CrossError::Io {
+        path: path.to_path_buf(),
+        action: "write",
+        source: e.into(),
+    }
+}
+
 impl Portability {
     /// Reads `path`; a missing file is an empty one.
     pub fn load(path: &Path) -> Result<Portability, CrossError> {
@@ -153,30 +164,37 @@ impl Portability {
         Ok(p)
     }
 
-    /// Writes the file (pretty JSON) through a temporary file renamed over `path`.
+    /// Writes the file (pretty JSON) atomically ([`crate::fileio`]: temporary file, `fsync`,
+    /// rename), holding its write lock. To add a run to a file that other runs may be writing
+    /// too, use [`Portability::update_file`], which also holds the lock while reading.
     pub fn save(&self, path: &Path) -> Result<(), CrossError> {
-        let io = |action: &'static str| {
-            move |source| CrossError::Io {
-                path: path.to_path_buf(),
-                action,
-                source,
-            }
-        };
+        let lock = WriteLock::acquire(path).map_err(file_error(path))?;
+        self.write_locked(&lock)
+    }
+
+    /// Read-modify-write: loads `path` (empty if missing), applies `f`, writes the result
+    /// atomically and returns it. The write lock is held from before the read until after the
+    /// write, so runs on several GPUs finishing at once each keep the others' rows.
+    pub fn update_file(
+        path: &Path,
+        f: impl FnOnce(&mut Portability),
+    ) -> Result<Portability, CrossError> {
+        let lock = WriteLock::acquire(path).map_err(file_error(path))?;
+        let mut p = Portability::load(path)?;
+        f(&mut p);
+        p.write_locked(&lock)?;
+        Ok(p)
+    }
+
+    /// Replaces the file `lock` protects with this one.
+    fn write_locked(&self, lock: &WriteLock) -> Result<(), CrossError> {
+        let path = lock.path();
         let text = serde_json::to_string_pretty(self).map_err(|e| CrossError::Invalid {
             path: path.to_path_buf(),
             message: e.to_string(),
         })?;
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io("create the directory of"))?;
-        }
-        let mut tmp = path.as_os_str().to_owned();
-        tmp.push(format!(".tmp.{}", std::process::id()));
-        let tmp = PathBuf::from(tmp);
-        std::fs::write(&tmp, text + "\n").map_err(io("write"))?;
-        std::fs::rename(&tmp, path).map_err(|e| {
-            let _ = std::fs::remove_file(&tmp);
-            io("replace")(e)
-        })
+        lock.write_atomic(|file| file.write_all(format!("{text}\n").as_bytes()))
+            .map_err(file_error(path))
     }
 
     /// Adds a run's measurements: every earlier measurement on the same GPU, op and shape is

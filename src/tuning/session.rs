@@ -211,7 +211,7 @@ pub fn tune_shapes(
             continue;
         };
         entry.produced_by = Some(Producer {
-            host: crate::db::this_host(),
+            host: crate::provenance::this_host(),
             device: ordinal as u32,
             pci_bus_id: dev.info.pci_bus_id.clone(),
             uuid: dev.info.uuid.clone(),
