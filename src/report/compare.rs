@@ -6,7 +6,7 @@
 //! peak is the GPU's FP32 peak for gemm and its measured device-to-device copy bandwidth for
 //! gemv, so "% of peak" says how close each GPU came to its own ceiling.
 
-use super::{geomean, unit, Table};
+use super::{geomean, peak_header, unit, Align, Table};
 use crate::db::{Database, Entry, GpuRecord};
 use crate::family::space::params_label;
 use crate::problem::{Op, Shape};
@@ -466,6 +466,41 @@ impl Comparison {
             .collect()
     }
 
+    /// One row per shape: per GPU (named by `names`, in column order) its config,
+    /// throughput, % of peak (headed `peak`) and x cuBLAS, or `not_tuned` and dashes; then the
+    /// first GPU's throughput over each other's, headed by the two names joined with `per`.
+    fn shape_table(&self, names: &[&str], peak: &str, per: &str, not_tuned: &str) -> Table {
+        let mut t = Table::new(&["shape"], &[true]);
+        for n in names {
+            t.column(format!("{n} config"), Align::Left)
+                .column(format!("{n} {}", self.unit()), Align::Right)
+                .column(format!("{n} {peak}"), Align::Right)
+                .column(format!("{n} x cuBLAS"), Align::Right);
+        }
+        for n in names.iter().skip(1) {
+            t.column(format!("{}{per}{n}", names[0]), Align::Right);
+        }
+        for r in &self.rows {
+            let mut cells = vec![r.label.clone()];
+            for c in &r.cells {
+                match c {
+                    Some(c) => cells.extend([
+                        format!("{}{}", c.config, if c.partial { " (partial)" } else { "" }),
+                        fmt_throughput(c.throughput),
+                        fmt_opt(c.pct_of_peak, 1),
+                        format!("{:.3}", c.vs_cublas),
+                    ]),
+                    None => cells.extend([not_tuned.into(), "-".into(), "-".into(), "-".into()]),
+                }
+            }
+            for j in 1..self.gpus.len() {
+                cells.push(fmt_opt(Self::row_ratio(r, 0, j), 3));
+            }
+            t.row(cells);
+        }
+        t
+    }
+
     /// A terminal table: a legend naming each GPU `A`, `B`, ..., one row per shape with each
     /// GPU's config, throughput, % of peak and x cuBLAS, the `A/B` throughput ratio per shape,
     /// then the summary line.
@@ -486,46 +521,15 @@ impl Comparison {
         for (i, g) in self.gpus.iter().enumerate() {
             let _ = writeln!(out, "  {} = {} ({})", tag(i), g.name, g.describe());
         }
-        let mut header = vec!["shape".to_string()];
-        let mut left = vec![true];
-        for i in 0..self.gpus.len() {
-            let t = tag(i);
-            header.extend([
-                format!("{t} config"),
-                format!("{t} {}", self.unit()),
-                format!("{t} % peak"),
-                format!("{t} x cuBLAS"),
-            ]);
-            left.extend([true, false, false, false]);
-        }
-        for j in 1..self.gpus.len() {
-            header.push(format!("{}/{}", tag(0), tag(j)));
-            left.push(false);
-        }
-        let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut t = Table::new(&header_refs, &left);
-        for r in &self.rows {
-            let mut cells = vec![r.label.clone()];
-            for c in &r.cells {
-                match c {
-                    Some(c) => cells.extend([
-                        format!("{}{}", c.config, if c.partial { " (partial)" } else { "" }),
-                        fmt_throughput(c.throughput),
-                        fmt_opt(c.pct_of_peak, 1),
-                        format!("{:.3}", c.vs_cublas),
-                    ]),
-                    None => {
-                        cells.extend(["(not tuned)".into(), "-".into(), "-".into(), "-".into()])
-                    }
-                }
-            }
-            for j in 1..self.gpus.len() {
-                cells.push(fmt_opt(Self::row_ratio(r, 0, j), 3));
-            }
-            t.row(cells);
-        }
+        // Tags keep the header narrow; the legend above says which GPU each one is.
+        let tags: Vec<String> = (0..self.gpus.len()).map(tag).collect();
+        let tags: Vec<&str> = tags.iter().map(String::as_str).collect();
         out.push('\n');
-        out.push_str(&t.render());
+        out.push_str(
+            &self
+                .shape_table(&tags, "% peak", "/", "(not tuned)")
+                .render(),
+        );
         out.push('\n');
         out.push_str(&self.summary_line());
         out.push('\n');
@@ -539,46 +543,9 @@ impl Comparison {
         for g in &self.gpus {
             let _ = writeln!(out, "- {}: {}", g.name, g.describe());
         }
-        let peak = match self.op {
-            Op::Gemm => "% FP32 peak",
-            Op::Gemv => "% copy BW",
-        };
-        let mut header = vec!["shape".to_string()];
-        let mut align = vec!["---".to_string()];
-        for g in &self.gpus {
-            let s = g.short();
-            header.extend([
-                format!("{s} config"),
-                format!("{s} {}", self.unit()),
-                format!("{s} {peak}"),
-                format!("{s} x cuBLAS"),
-            ]);
-            align.extend(["---".into(), "---:".into(), "---:".into(), "---:".into()]);
-        }
-        for g in self.gpus.iter().skip(1) {
-            header.push(format!("{} / {}", self.gpus[0].short(), g.short()));
-            align.push("---:".into());
-        }
-        let _ = writeln!(out, "\n| {} |", header.join(" | "));
-        let _ = writeln!(out, "|{}|", align.join("|"));
-        for r in &self.rows {
-            let mut cells = vec![r.label.clone()];
-            for c in &r.cells {
-                match c {
-                    Some(c) => cells.extend([
-                        format!("{}{}", c.config, if c.partial { " (partial)" } else { "" }),
-                        fmt_throughput(c.throughput),
-                        fmt_opt(c.pct_of_peak, 1),
-                        format!("{:.3}", c.vs_cublas),
-                    ]),
-                    None => cells.extend(["not tuned".into(), "-".into(), "-".into(), "-".into()]),
-                }
-            }
-            for j in 1..self.gpus.len() {
-                cells.push(fmt_opt(Self::row_ratio(r, 0, j), 3));
-            }
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
-        }
+        let short: Vec<&str> = self.gpus.iter().map(GpuColumn::short).collect();
+        let table = self.shape_table(&short, peak_header(self.op), " / ", "not tuned");
+        let _ = write!(out, "\n{}", table.markdown());
         let _ = writeln!(out, "\n{}", self.summary_line());
         let missing = self.missing_notes();
         if !missing.is_empty() {
@@ -590,11 +557,12 @@ impl Comparison {
     /// CSV lines without the header ([`CSV_HEADER`]): one per shape per GPU with a result, so
     /// several comparisons (ops) can share one file.
     pub fn csv_rows(&self) -> String {
-        let mut out = String::new();
+        let header: Vec<&str> = CSV_HEADER.split(',').collect();
+        let mut t = Table::new(&header, &[]);
         for r in &self.rows {
             for (g, c) in self.gpus.iter().zip(&r.cells) {
                 let Some(c) = c else { continue };
-                let fields = [
+                t.row(vec![
                     self.op.name().to_string(),
                     r.label.clone(),
                     r.shape.m.to_string(),
@@ -608,15 +576,10 @@ impl Comparison {
                     self.unit().to_string(),
                     c.pct_of_peak.map(|p| p.to_string()).unwrap_or_default(),
                     c.vs_cublas.to_string(),
-                ];
-                let line: Vec<String> = fields
-                    .iter()
-                    .map(|f| super::formats::csv_field(f))
-                    .collect();
-                let _ = writeln!(out, "{}", line.join(","));
+                ]);
             }
         }
-        out
+        t.csv_rows()
     }
 
     /// The comparison as CSV: [`CSV_HEADER`] then [`Comparison::csv_rows`].

@@ -17,6 +17,7 @@ use crate::family::catalog::Catalog;
 use crate::family::space::{params_label, Limits};
 use crate::gpu::Arch;
 use crate::problem::{Op, Shape};
+use crate::report::Table;
 use crate::search::{self, Candidate, SearchError};
 use crate::tuning::journal::{JournalError, Recorded};
 use crate::tuning::model::{self, Machine};
@@ -426,51 +427,47 @@ impl Simulation {
             .min_by(|a, b| a.worst_median_pct.total_cmp(&b.worst_median_pct))
     }
 
-    fn rows(&self) -> (Vec<String>, Vec<Vec<String>>) {
-        let head = [
-            "journal", "problem", "space", "failed", "strategy", "median", "p90", "median %",
-            "p90 %",
-        ]
-        .map(String::from)
-        .to_vec();
-        let rows = self
-            .outcomes
-            .iter()
-            .map(|o| {
-                let r = &self.replays[o.replay];
-                vec![
-                    r.label.clone(),
-                    format!("{} {}", r.op, r.shape.label(r.op)),
-                    r.space.len().to_string(),
-                    r.times.iter().filter(|t| t.is_none()).count().to_string(),
-                    o.strategy.clone(),
-                    format!("{}", o.median),
-                    o.p90.to_string(),
-                    format!("{:.1}", o.median_pct),
-                    format!("{:.1}", o.p90_pct),
-                ]
-            })
-            .collect();
-        (head, rows)
+    /// One row per journal and strategy.
+    fn outcome_table(&self) -> Table {
+        let mut t = Table::new(
+            &[
+                "journal", "problem", "space", "failed", "strategy", "median", "p90", "median %",
+                "p90 %",
+            ],
+            &[true, true, false, false, true],
+        );
+        for o in &self.outcomes {
+            let r = &self.replays[o.replay];
+            t.row(vec![
+                r.label.clone(),
+                format!("{} {}", r.op, r.shape.label(r.op)),
+                r.space.len().to_string(),
+                r.times.iter().filter(|t| t.is_none()).count().to_string(),
+                o.strategy.clone(),
+                format!("{}", o.median),
+                o.p90.to_string(),
+                format!("{:.1}", o.median_pct),
+                format!("{:.1}", o.p90_pct),
+            ]);
+        }
+        t
     }
 
-    fn summary_rows(&self) -> (Vec<String>, Vec<Vec<String>>) {
-        let head = ["strategy", "worst median %", "mean median %", "worst p90 %"]
-            .map(String::from)
-            .to_vec();
-        let rows = self
-            .summary()
-            .into_iter()
-            .map(|s| {
-                vec![
-                    s.strategy,
-                    format!("{:.1}", s.worst_median_pct),
-                    format!("{:.1}", s.mean_median_pct),
-                    format!("{:.1}", s.worst_p90_pct),
-                ]
-            })
-            .collect();
-        (head, rows)
+    /// One row per strategy ([`Simulation::summary`]).
+    fn summary_table(&self) -> Table {
+        let mut t = Table::new(
+            &["strategy", "worst median %", "mean median %", "worst p90 %"],
+            &[true],
+        );
+        for s in self.summary() {
+            t.row(vec![
+                s.strategy,
+                format!("{:.1}", s.worst_median_pct),
+                format!("{:.1}", s.mean_median_pct),
+                format!("{:.1}", s.worst_p90_pct),
+            ]);
+        }
+        t
     }
 
     fn intro(&self) -> String {
@@ -509,92 +506,27 @@ impl Simulation {
         out
     }
 
-    /// Plain-text tables for a terminal.
-    pub fn table(&self) -> String {
+    /// The intro, both tables drawn by `draw`, then the notes.
+    fn report(&self, draw: fn(&Table) -> String) -> String {
         let mut s = format!("{}\n\n", self.intro());
-        let (h, r) = self.rows();
-        s.push_str(&aligned(&h, &r));
+        s.push_str(&draw(&self.outcome_table()));
         s.push('\n');
-        let (h, r) = self.summary_rows();
-        s.push_str(&aligned(&h, &r));
+        s.push_str(&draw(&self.summary_table()));
         for n in self.notes() {
             let _ = writeln!(s, "\n{n}");
         }
         s
+    }
+
+    /// Plain-text tables for a terminal.
+    pub fn table(&self) -> String {
+        self.report(Table::render)
     }
 
     /// Markdown tables, for results/.
     pub fn markdown(&self) -> String {
-        let mut s = format!("{}\n\n", self.intro());
-        let (h, r) = self.rows();
-        s.push_str(&markdown_table(&h, &r));
-        s.push('\n');
-        let (h, r) = self.summary_rows();
-        s.push_str(&markdown_table(&h, &r));
-        for n in self.notes() {
-            let _ = writeln!(s, "\n{n}");
-        }
-        s
+        self.report(Table::markdown)
     }
-}
-
-/// Columns padded to their widest cell; numbers right-aligned.
-fn aligned(head: &[String], rows: &[Vec<String>]) -> String {
-    let widths: Vec<usize> = (0..head.len())
-        .map(|c| {
-            rows.iter()
-                .map(|r| r[c].chars().count())
-                .chain([head[c].chars().count()])
-                .max()
-                .unwrap_or(0)
-        })
-        .collect();
-    let numeric = |c: usize| {
-        rows.iter()
-            .all(|r| r[c].parse::<f64>().is_ok() || r[c].is_empty())
-    };
-    let line = |cells: &[String]| {
-        let parts: Vec<String> = cells
-            .iter()
-            .enumerate()
-            .map(|(c, x)| {
-                if numeric(c) {
-                    format!("{x:>w$}", w = widths[c])
-                } else {
-                    format!("{x:<w$}", w = widths[c])
-                }
-            })
-            .collect();
-        format!("{}\n", parts.join("  ").trim_end())
-    };
-    let mut s = line(head);
-    for r in rows {
-        s.push_str(&line(r));
-    }
-    s
-}
-
-fn markdown_table(head: &[String], rows: &[Vec<String>]) -> String {
-    let mut s = format!("| {} |\n", head.join(" | "));
-    let _ = writeln!(
-        s,
-        "|{}|",
-        head.iter()
-            .enumerate()
-            .map(
-                |(c, _)| if rows.iter().all(|r| r[c].parse::<f64>().is_ok()) {
-                    "---:"
-                } else {
-                    "---"
-                }
-            )
-            .collect::<Vec<_>>()
-            .join("|")
-    );
-    for r in rows {
-        let _ = writeln!(s, "| {} |", r.join(" | "));
-    }
-    s
 }
 
 #[cfg(test)]
