@@ -491,12 +491,19 @@ impl MatrixCell {
 impl Matrix {
     /// The matrix as a terminal table.
     pub fn table(&self) -> String {
+        self.to_table().render()
+    }
+
+    /// The matrix as a Markdown table.
+    pub fn markdown(&self) -> String {
+        self.to_table().markdown()
+    }
+
+    fn to_table(&self) -> Table {
         let mut header = vec![format!("{} winner of \\ run on", self.op)];
         header.extend(self.on.iter().map(|g| short_gpu_name(g).to_string()));
         let refs: Vec<&str> = header.iter().map(String::as_str).collect();
-        let mut left = vec![true];
-        left.extend(self.on.iter().map(|_| false));
-        let mut t = Table::new(&refs, &left);
+        let mut t = Table::new(&refs, &[true]);
         for (x, row) in self.from.iter().zip(&self.cells) {
             let mut cells = vec![short_gpu_name(x).to_string()];
             cells.extend(row.iter().map(|c| {
@@ -505,33 +512,7 @@ impl Matrix {
             }));
             t.row(cells);
         }
-        t.render()
-    }
-
-    /// The matrix as a Markdown table.
-    pub fn markdown(&self) -> String {
-        let mut out = format!("| {} winner of \\ run on |", self.op);
-        for y in &self.on {
-            let _ = write!(out, " {} |", short_gpu_name(y));
-        }
-        out.push_str("\n|---|");
-        for _ in &self.on {
-            out.push_str("---:|");
-        }
-        out.push('\n');
-        for (x, row) in self.from.iter().zip(&self.cells) {
-            let _ = write!(out, "| {} |", short_gpu_name(x));
-            for c in row {
-                let _ = write!(
-                    out,
-                    " {} |",
-                    c.as_ref()
-                        .map_or_else(|| "-".to_string(), MatrixCell::label)
-                );
-            }
-            out.push('\n');
-        }
-        out
+        t
     }
 }
 
@@ -575,19 +556,13 @@ pub fn shape_rows(ms: &[CrossMeasurement], op: Op, markdown: bool) -> String {
             ]
         })
         .collect();
+    let mut t = Table::new(&header, &[true, true, true, true]);
+    for r in rows {
+        t.row(r);
+    }
     if markdown {
-        let mut out = format!("| {} |\n", header.join(" | "));
-        out.push_str("|---|---|---|---|---:|---:|---:|\n");
-        for r in rows {
-            let cells: Vec<String> = r.iter().map(|c| c.replace('|', "\\|")).collect();
-            let _ = writeln!(out, "| {} |", cells.join(" | "));
-        }
-        out
+        t.markdown()
     } else {
-        let mut t = Table::new(&header, &[true, true, true, true]);
-        for r in rows {
-            t.row(r);
-        }
         t.render()
     }
 }
