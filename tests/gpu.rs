@@ -41,7 +41,16 @@ fn validate_every_config(op: Op, list: &[&str]) {
     let Some(dev) = device() else { return };
     let cat = Catalog::builtin().unwrap();
     let shapes: Vec<Shape> = list.iter().map(|s| Shape::parse(op, s).unwrap()).collect();
-    let results = tune::validate_all(&dev, &cat, op, &shapes, &[], 7).unwrap();
+    let results = tune::validate_all(
+        &dev,
+        &cat,
+        op,
+        &shapes,
+        &[],
+        7,
+        Some(&WorkerSettings::new(autotune_bin())),
+    )
+    .unwrap();
     let families: BTreeSet<_> = results.iter().map(|r| r.family.clone()).collect();
     let expected: BTreeSet<_> = cat.for_op(op).map(|f| f.name().to_string()).collect();
     assert!(!expected.is_empty());

@@ -52,6 +52,13 @@ enum Request {
         launch: Launch,
         best_ms: Option<f64>,
     },
+    /// Load and validate one kernel, without timing it.
+    Check {
+        kernel: String,
+        /// The cubin, hex-encoded.
+        cubin: String,
+        launch: Launch,
+    },
 }
 
 /// A message from the worker.
@@ -62,6 +69,8 @@ enum Reply {
         stats: Stats,
         error: f64,
     },
+    /// Largest relative error of a checked kernel, or why it failed.
+    Checked(Result<f64, Failure>),
     Outcome(Result<Measured, Failure>),
     /// The worker cannot go on (the context is lost, the device would not open); it exits.
     Fatal(String),
@@ -134,6 +143,20 @@ pub fn serve(input: impl BufRead, mut output: impl Write) -> i32 {
                     Err(f) => Reply::Outcome(Err(f)),
                     Ok(loaded) => match bench.evaluate(&loaded, best_ms) {
                         Ok(outcome) => Reply::Outcome(outcome),
+                        Err(e) => Reply::Fatal(e.to_string()),
+                    },
+                },
+            },
+            Ok(Request::Check {
+                kernel,
+                cubin,
+                launch,
+            }) => match hex_decode(&cubin) {
+                None => Reply::Fatal("protocol: the cubin is not valid hex".into()),
+                Some(cubin) => match bench.load_cubin(&kernel, &cubin, launch) {
+                    Err(f) => Reply::Checked(Err(f)),
+                    Ok(loaded) => match bench.check(&loaded) {
+                        Ok(outcome) => Reply::Checked(outcome),
                         Err(e) => Reply::Fatal(e.to_string()),
                     },
                 },
@@ -429,19 +452,52 @@ impl Isolated {
         launch: Launch,
         best_ms: Option<f64>,
     ) -> Result<Result<Measured, Failure>, RunError> {
-        let limit = self.candidate_limit();
         let req = Request::Eval {
             kernel: compiled.kernel_name.clone(),
             cubin: hex_encode(&compiled.cubin),
             launch,
             best_ms,
         };
-        let reply = self.worker()?.request(&req, limit);
-        let failure = match reply {
-            Ok(Reply::Outcome(o)) => return Ok(o),
-            Ok(other) => Failure {
+        self.candidate(&req, self.candidate_limit(), |reply| match reply {
+            Reply::Outcome(o) => Ok(o),
+            other => Err(other),
+        })
+    }
+
+    /// Loads and validates one kernel in the worker, without timing it: its largest relative
+    /// error, or why it failed (a fault, hang or crash included).
+    pub fn check(
+        &mut self,
+        compiled: &Compiled,
+        launch: Launch,
+    ) -> Result<Result<f64, Failure>, RunError> {
+        let req = Request::Check {
+            kernel: compiled.kernel_name.clone(),
+            cubin: hex_encode(&compiled.cubin),
+            launch,
+        };
+        // One launch and a comparison: the timing budget of a candidate, at least 10 s.
+        let limit = self.candidate_limit().max(Duration::from_secs(10));
+        self.candidate(&req, limit, |reply| match reply {
+            Reply::Checked(o) => Ok(o),
+            other => Err(other),
+        })
+    }
+
+    /// Sends one candidate's request; a reply `expected` does not take, or a worker lost on
+    /// the way, is that candidate's failure, and the worker is replaced.
+    fn candidate<T>(
+        &mut self,
+        req: &Request,
+        limit: Duration,
+        expected: impl FnOnce(Reply) -> Result<Result<T, Failure>, Reply>,
+    ) -> Result<Result<T, Failure>, RunError> {
+        let reply = self.worker()?.request(req, limit);
+        let failure = match reply.map(expected) {
+            Ok(Ok(outcome)) => return Ok(outcome),
+            Ok(Err(other)) => Failure {
                 stage: Stage::Crash,
-                reason: format!("protocol: expected an outcome, got {other:?}"),
+                reason: format!("protocol: unexpected reply {other:?}"),
             },
             Err(Lost::Fatal(reason)) => Failure {
                 stage: Stage::Crash,

@@ -71,6 +71,22 @@ impl<'d> Evaluator<'d> {
         }
     }
 
+    /// Validates one compiled kernel without timing it: its largest relative error, or why
+    /// it failed.
+    pub fn check(
+        &mut self,
+        compiled: &Compiled,
+        launch: Launch,
+    ) -> Result<Result<f64, Failure>, RunError> {
+        match self {
+            Evaluator::InProcess(b) => match b.load(compiled, launch) {
+                Ok(loaded) => b.check(&loaded),
+                Err(f) => Ok(Err(f)),
+            },
+            Evaluator::Isolated(w) => w.check(compiled, launch),
+        }
+    }
+
     /// Worker processes replaced so far.
     pub fn restarts(&self) -> u32 {
         match self {

@@ -1,7 +1,7 @@
 //! One tuning run, end to end: plan (enumerate, prune, instantiate), compile in parallel,
 //! validate and time each candidate against cuBLAS, and summarise. Also the GPU-free dry run.
 
-use crate::cuda::bench::{Bench, RunError};
+use crate::cuda::bench::RunError;
 use crate::cuda::device::Device;
 use crate::cuda::isolate::WorkerSettings;
 use crate::cuda::nvrtc::{self, CompileError, Compiled, DiskCache};
@@ -336,7 +336,8 @@ pub struct Validation {
 }
 
 /// Validates every valid config of the op's families (or those named) on each shape, without
-/// timing: the correctness sweep for edges and awkward extents. Each kernel compiles once.
+/// timing: the correctness sweep for edges and awkward extents. Each kernel compiles once; with
+/// `isolation` the kernels run in worker processes, so a faulting one is a failed validation.
 pub fn validate_all(
     dev: &Device,
     catalog: &Catalog,
@@ -344,6 +345,7 @@ pub fn validate_all(
     shapes: &[Shape],
     families: &[String],
     seed: u64,
+    isolation: Option<&WorkerSettings>,
 ) -> Result<Vec<Validation>, TuneError> {
     nvrtc::check_arch(dev.info.arch)?;
     let mut plans = Vec::new();
@@ -366,13 +368,11 @@ pub fn validate_all(
         .collect();
     let mut out = Vec::new();
     for (shape, planned) in plans {
-        let mut bench = Bench::new(dev, op, shape, seed, TimingSettings::quick())?;
+        let mut evaluator =
+            Evaluator::open(dev, op, shape, seed, TimingSettings::quick(), isolation)?;
         for p in planned {
             let outcome = match compiled.get(&p.source.kernel_name).map(|r| r.as_ref()) {
-                Some(Ok(c)) => match bench.load(c, p.launch) {
-                    Ok(loaded) => bench.check(&loaded)?,
-                    Err(f) => Err(f),
-                },
+                Some(Ok(c)) => evaluator.check(c, p.launch)?,
                 Some(Err(e)) => Err(Failure {
                     stage: Stage::Compile,
                     reason: e.to_string(),
