@@ -228,7 +228,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
                     }
                 }
             }
-            Err(e) => errors.push(format!("{e:#}")),
+            Err(e) => errors.push(e),
         }
     }
     if args.suite.is_some() {
@@ -246,14 +246,11 @@ pub(super) fn run(args: &Args) -> Result<()> {
                 .with_context(|| format!("writing the summary to {}", path.display()))?;
         }
     }
+    // The errors keep their types, so that main can add the advice for them.
     match errors.len() {
         0 => {}
-        1 => bail!("{}", errors[0]),
-        _ => bail!(
-            "{} devices failed:\n  {}",
-            errors.len(),
-            errors.join("\n  ")
-        ),
+        1 => return Err(errors.remove(0)),
+        _ => return Err(super::advice::DevicesFailed(errors).into()),
     }
     if !lost.is_empty() {
         bail!(
