@@ -1,6 +1,7 @@
 //! Command-line behaviour on bad input: every mistake gives a non-zero exit and one readable
-//! `Error: ...` line naming what is wrong and what is accepted, never a panic. Needs no GPU and
-//! no NVRTC: every case here fails before a CUDA library is loaded.
+//! `Error: ...` line naming what is wrong and what is accepted (where the advice names a flag,
+//! a `hint: ...` line under it), never a panic. Needs no GPU and no NVRTC: every case here
+//! fails before a CUDA library is loaded.
 
 use assert_cmd::Command;
 use std::fs;
@@ -29,8 +30,8 @@ fn run(args: &[&str]) -> Run {
     }
 }
 
-/// Runs `args`, expects exit code 1 and a single `Error: ...` line on stderr containing every
-/// one of `needles`; returns that line.
+/// Runs `args`, expects exit code 1 and a single `Error: ...` line on stderr, maybe followed by
+/// one `hint: ...` line, together containing every one of `needles`; returns those lines.
 fn fails_with(args: &[&str], needles: &[&str]) -> String {
     let r = run(args);
     let ctx = format!(
@@ -43,20 +44,27 @@ fn fails_with(args: &[&str], needles: &[&str]) -> String {
     );
     assert_eq!(r.code, Some(1), "expected exit code 1: {ctx}");
     let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "expected exactly one line on stderr: {ctx}");
-    let line = lines[0];
-    assert!(line.starts_with("Error: "), "expected `Error: ...`: {ctx}");
+    let hint_ok = lines.len() == 1 || (lines.len() == 2 && lines[1].starts_with("hint: "));
+    assert!(
+        hint_ok,
+        "expected one error line and at most a hint line on stderr: {ctx}"
+    );
+    assert!(
+        lines[0].starts_with("Error: "),
+        "expected `Error: ...`: {ctx}"
+    );
+    let text = lines.join("\n");
     for needle in needles {
         assert!(
-            line.contains(needle),
-            "expected {needle:?} in the error: {ctx}"
+            text.contains(needle),
+            "expected {needle:?} in the error or its hint: {ctx}"
         );
     }
     assert!(
         r.stdout.trim().is_empty(),
         "expected nothing on stdout: {ctx}"
     );
-    line.to_string()
+    text
 }
 
 #[test]

@@ -55,7 +55,8 @@ fn ok(args: &[&str]) -> String {
     r.stdout
 }
 
-/// Runs `args`, expects exit code 1 and one `Error: ...` line containing every needle.
+/// Runs `args`, expects exit code 1 and one `Error: ...` line (maybe followed by a `hint: ...`
+/// line) containing every needle; returns those lines.
 fn fails_with(args: &[&str], needles: &[&str]) -> String {
     let r = run(args);
     let ctx = format!(
@@ -65,12 +66,17 @@ fn fails_with(args: &[&str], needles: &[&str]) -> String {
     assert_eq!(r.code, Some(1), "{ctx}");
     assert!(!r.stderr.contains("panicked"), "{ctx}");
     let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "expected one line on stderr: {ctx}");
+    let hint_ok = lines.len() == 1 || (lines.len() == 2 && lines[1].starts_with("hint: "));
+    assert!(hint_ok, "expected one error line and at most a hint: {ctx}");
     assert!(lines[0].starts_with("Error: "), "{ctx}");
+    let text = lines.join("\n");
     for n in needles {
-        assert!(lines[0].contains(n), "expected {n:?} in the error: {ctx}");
+        assert!(
+            text.contains(n),
+            "expected {n:?} in the error or its hint: {ctx}"
+        );
     }
-    lines[0].to_string()
+    text
 }
 
 fn s(p: &Path) -> &str {

@@ -1,6 +1,7 @@
 //! Hostile inputs: every way a user can hand `autotune` something unusable (shapes, ops,
 //! devices, database paths and contents, suite files, missing CUDA libraries) ends with exit
-//! code 1 and one `Error: ...` line that says what is wrong and what to do, never a panic.
+//! code 1 and one `Error: ...` line that says what is wrong, and what to do (in a `hint: ...`
+//! line under it where the advice names a flag), never a panic.
 //! Needs no GPU and no NVRTC; cases that depend on one say `skipped: <why>` where it is present.
 
 use assert_cmd::Command;
@@ -36,7 +37,8 @@ fn run_env(args: &[&str], env: &[(&str, &str)]) -> Run {
 }
 
 /// Runs `args` with `env`; expects exit code 1, no panic, nothing on stdout and exactly one
-/// `Error: ...` line on stderr that contains every one of `needles`; returns that line.
+/// `Error: ...` line on stderr (maybe with a `hint: ...` line) that contains every one of
+/// `needles`; returns those lines.
 fn fails_env(args: &[&str], env: &[(&str, &str)], needles: &[&str]) -> String {
     let r = run_env(args, env);
     assert!(
@@ -49,7 +51,8 @@ fn fails_env(args: &[&str], env: &[(&str, &str)], needles: &[&str]) -> String {
 }
 
 /// Checks that `r` failed with exit code 1, without a panic, and exactly one `Error: ...` line
-/// on stderr that contains every one of `needles`; returns that line.
+/// on stderr, maybe followed by one `hint: ...` line, together containing every one of
+/// `needles`; returns those lines.
 fn error_line(args: &[&str], r: &Run, needles: &[&str]) -> String {
     let ctx = format!(
         "autotune {args:?}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
@@ -61,16 +64,23 @@ fn error_line(args: &[&str], r: &Run, needles: &[&str]) -> String {
     );
     assert_eq!(r.code, Some(1), "expected exit code 1: {ctx}");
     let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    assert_eq!(lines.len(), 1, "expected exactly one line on stderr: {ctx}");
-    let line = lines[0];
-    assert!(line.starts_with("Error: "), "expected `Error: ...`: {ctx}");
+    let hint_ok = lines.len() == 1 || (lines.len() == 2 && lines[1].starts_with("hint: "));
+    assert!(
+        hint_ok,
+        "expected one error line and at most a hint line on stderr: {ctx}"
+    );
+    assert!(
+        lines[0].starts_with("Error: "),
+        "expected `Error: ...`: {ctx}"
+    );
+    let text = lines.join("\n");
     for needle in needles {
         assert!(
-            line.contains(needle),
-            "expected {needle:?} in the error: {ctx}"
+            text.contains(needle),
+            "expected {needle:?} in the error or its hint: {ctx}"
         );
     }
-    line.to_string()
+    text
 }
 
 fn fails(args: &[&str], needles: &[&str]) -> String {

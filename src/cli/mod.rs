@@ -1,9 +1,12 @@
-//! Argument parsing, progress bars and printing. Nothing depends on this module.
+//! Argument parsing, progress bars, printing, and the advice on errors that names flags
+//! ([`advice`]). Nothing depends on this module.
 
 mod advice;
 mod compare;
 mod simulate;
 mod tuning;
+
+pub(crate) use advice::advice;
 
 use anyhow::{bail, Context, Result};
 use autotune::cuda::device::Device;
@@ -302,8 +305,7 @@ fn gpu_and_arch(
     let (gpu, dev_arch) = match gpu {
         Some(g) => (g.clone(), None),
         None => {
-            let dev = Device::open(device)
-                .context("no --gpu given, so the GPU's name is read from the device")?;
+            let dev = Device::open(device).context(advice::NoGpuGiven)?;
             (dev.info.name.clone(), Some(dev.info.arch.to_string()))
         }
     };

@@ -87,5 +87,17 @@ pub(super) fn run(a: &SimulateArgs) -> Result<()> {
     if let Some(p) = &a.output {
         std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
     }
+    let no_arch: Vec<&str> = sim
+        .replays
+        .iter()
+        .filter(|r| r.arch_unknown)
+        .map(|r| r.label.as_str())
+        .collect();
+    if !no_arch.is_empty() {
+        eprintln!(
+            "hint: pass --arch sm_XY (e.g. sm_90) for the model to estimate the candidates of {}",
+            no_arch.join(", ")
+        );
+    }
     Ok(())
 }

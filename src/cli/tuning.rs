@@ -12,9 +12,7 @@ use autotune::problem::{Op, Shape};
 use autotune::report;
 use autotune::search;
 use autotune::tuning::outcome::TuneReport;
-use autotune::tuning::session::{
-    self, Event, Observer, SessionError, SessionOptions, SessionOutcome,
-};
+use autotune::tuning::session::{self, Event, Observer, SessionOptions, SessionOutcome};
 use autotune::tuning::shard::{self, Shard};
 use autotune::tuning::suite::Suite;
 use autotune::tuning::tune::{self, Phase, Progress, TuneOptions};
@@ -199,12 +197,8 @@ pub(super) fn run(args: &Args) -> Result<()> {
     };
     let cache = nvrtc::Cache::new();
     let tune_on = |d: usize, part: &[Shape]| {
-        session::tune_shapes(d, part, &catalog, &cache, &session, &printer).map_err(|e| match e {
-            SessionError::Interrupted { .. } => {
-                anyhow::anyhow!("{e}; run the same command with --resume to finish it")
-            }
-            e => e.into(),
-        })
+        session::tune_shapes(d, part, &catalog, &cache, &session, &printer)
+            .map_err(anyhow::Error::from)
     };
     // The suite's shapes are spread over the GPUs (balanced by work); every GPU shares the
     // compile caches.
@@ -245,10 +239,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
                     }
                 }
             }
-            Err(e) => errors.push(format!(
-                "{:#}",
-                super::advice::advise(e, super::advice::DbArg::Db)
-            )),
+            Err(e) => errors.push(super::advice::advise(e, super::advice::DbArg::Db)),
         }
     }
     if args.suite.is_some() {
@@ -266,14 +257,11 @@ pub(super) fn run(args: &Args) -> Result<()> {
                 .with_context(|| format!("writing the summary to {}", path.display()))?;
         }
     }
+    // The errors keep their types, so that main can add the advice for them.
     match errors.len() {
         0 => {}
-        1 => bail!("{}", errors[0]),
-        _ => bail!(
-            "{} devices failed:\n  {}",
-            errors.len(),
-            errors.join("\n  ")
-        ),
+        1 => return Err(errors.remove(0)),
+        _ => return Err(super::advice::DevicesFailed(errors).into()),
     }
     if !lost.is_empty() {
         bail!(

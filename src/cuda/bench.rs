@@ -52,7 +52,7 @@ pub enum RunError {
         message: String,
     },
     /// The problem does not fit the device's memory.
-    #[error("shape {shape} needs {need_mib} MiB of device memory (inputs, output, reference and L2 flush buffer) but device {ordinal} has {free_mib} MiB free: use a smaller shape or another --device")]
+    #[error("shape {shape} needs {need_mib} MiB of device memory (inputs, output, reference and L2 flush buffer) but device {ordinal} has {free_mib} MiB free")]
     TooLarge {
         /// The shape's label.
         shape: String,
@@ -74,7 +74,9 @@ pub enum RunError {
     Worker(String),
     /// A kernel broke the CUDA context (e.g. an illegal address): nothing more can run in
     /// this process.
-    #[error("kernel {kernel} broke the CUDA context ({reason}); results so far are lost for this run. Exclude it with --exclude or report the config")]
+    #[error(
+        "kernel {kernel} broke the CUDA context ({reason}); results so far are lost for this run"
+    )]
     ContextLost {
         /// The kernel.
         kernel: String,

@@ -10,17 +10,15 @@ use std::sync::Arc;
 #[derive(Debug, thiserror::Error)]
 pub enum DeviceError {
     /// libcuda could not be loaded.
-    #[error("the NVIDIA driver library (libcuda.so) was not found: install the NVIDIA driver, or use --dry-run --arch sm_XY to compile without a GPU")]
+    #[error("the NVIDIA driver library (libcuda.so) was not found: install the NVIDIA driver")]
     NoDriver,
     /// The driver reports no GPU, or fewer than asked for.
-    #[error("no CUDA device {ordinal}: the driver reports {count} device(s){hint}")]
+    #[error("no CUDA device {ordinal}: the driver reports {count} device(s)")]
     NoDevice {
         /// The device asked for.
         ordinal: usize,
-        /// How many exist.
+        /// How many exist (0: the driver sees no GPU at all).
         count: i32,
-        /// What to do.
-        hint: &'static str,
     },
     /// A driver call failed.
     #[error("CUDA driver error while {action}: {source}")]
@@ -153,15 +151,7 @@ impl Device {
     pub fn open(ordinal: usize) -> Result<Device, DeviceError> {
         let count = device_count()?;
         if ordinal >= count.max(0) as usize {
-            return Err(DeviceError::NoDevice {
-                ordinal,
-                count,
-                hint: if count == 0 {
-                    ": check nvidia-smi, or use --dry-run --arch sm_XY to compile without a GPU"
-                } else {
-                    ": pick one with --device"
-                },
-            });
+            return Err(DeviceError::NoDevice { ordinal, count });
         }
         let ctx = CudaContext::new(ordinal).during("creating a context")?;
         let info = query(&ctx)?;

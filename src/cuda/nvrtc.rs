@@ -21,7 +21,7 @@ pub enum CompileError {
     #[error("the NVRTC library (libnvrtc.so) was not found: install NVRTC from CUDA 12 or 13 (e.g. `pip install nvidia-cuda-nvrtc` for CUDA 13, or `nvidia-cuda-nvrtc-cu12` for CUDA 12, which is needed for sm_61) and put its lib directory on LD_LIBRARY_PATH")]
     NvrtcMissing,
     /// The loaded NVRTC cannot target the arch.
-    #[error("NVRTC {nvrtc} cannot compile for {arch} (it supports {supported}){hint}")]
+    #[error("NVRTC {nvrtc} cannot compile for {arch} (it supports {supported}): {}", nvrtc_to_use(*arch, *oldest))]
     UnsupportedArch {
         /// The arch asked for.
         arch: Arch,
@@ -29,8 +29,8 @@ pub enum CompileError {
         nvrtc: String,
         /// The archs it supports.
         supported: String,
-        /// What to do.
-        hint: &'static str,
+        /// The oldest arch it supports, `major * 10 + minor` (`None`: it reports none).
+        oldest: Option<u32>,
     },
     /// NVRTC rejected the kernel.
     #[error("kernel {kernel} failed to compile for {arch} ({options}):\n{log}")]
@@ -117,14 +117,14 @@ pub fn supported_archs() -> Result<Vec<u32>, CompileError> {
     Ok(archs.into_iter().map(|a| a.max(0) as u32).collect())
 }
 
-/// Checks that the loaded NVRTC can target `arch`, with advice when it cannot.
+/// Checks that the loaded NVRTC can target `arch`; when it cannot, the error names the NVRTC
+/// that can.
 pub fn check_arch(arch: Arch) -> Result<(), CompileError> {
     let supported = supported_archs()?;
     if supported.contains(&arch.number()) {
         return Ok(());
     }
     let nvrtc = nvrtc_version()?;
-    let oldest = supported.iter().min().copied().unwrap_or(0);
     Err(CompileError::UnsupportedArch {
         arch,
         nvrtc,
@@ -132,12 +132,17 @@ pub fn check_arch(arch: Arch) -> Result<(), CompileError> {
             (Some(a), Some(b)) => format!("sm_{a} to sm_{b}"),
             _ => "no arch".into(),
         },
-        hint: if arch.number() < oldest {
-            ": NVRTC 13 dropped archs older than sm_75; for a GTX 1080 Ti (sm_61) use NVRTC 12 (pip install nvidia-cuda-nvrtc-cu12) with its lib directory first on LD_LIBRARY_PATH"
-        } else {
-            ": use a newer NVRTC"
-        },
+        oldest: supported.iter().min().copied(),
     })
+}
+
+/// Which NVRTC can compile for `arch`, given the oldest arch the loaded one supports: the
+/// library a program loads is the caller's to install, whatever the program is.
+fn nvrtc_to_use(arch: Arch, oldest: Option<u32>) -> &'static str {
+    match oldest {
+        Some(oldest) if arch.number() < oldest => "NVRTC 13 dropped archs older than sm_75; for a GTX 1080 Ti (sm_61) use NVRTC 12 (pip install nvidia-cuda-nvrtc-cu12) with its lib directory first on LD_LIBRARY_PATH",
+        _ => "use a newer NVRTC",
+    }
 }
 
 /// The NVRTC options for `arch`.

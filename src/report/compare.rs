@@ -14,11 +14,11 @@ use serde::Serialize;
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
 
-/// Why a comparison cannot be made. Each message names the database and says what to do.
+/// Why a comparison cannot be made. Each message names the database and what it lacks.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CompareError {
     /// The database holds no result at all.
-    #[error("{db} holds no tuning results yet: tune first (e.g. `autotune --suite configs/suites/gemm.toml --db {db}`) or pass --db with another file")]
+    #[error("{db} holds no tuning results yet")]
     Empty {
         /// The database's name (usually its path).
         db: String,
@@ -44,7 +44,7 @@ pub enum CompareError {
         matches: String,
     },
     /// The chosen GPUs have no entry for the op.
-    #[error("{db} has no {op} entries for {gpus}: tune them first (autotune --suite configs/suites/{op}.toml) or pick other --gpus")]
+    #[error("{db} has no {op} entries for {gpus}")]
     NoEntries {
         /// The op.
         op: Op,

@@ -43,7 +43,7 @@ pub enum CrossError {
     #[error(transparent)]
     Compile(#[from] CompileError),
     /// The portability file could not be read or written.
-    #[error("could not {action} the portability file {}: {source}. Check the path, or pass --portability with another file", path.display())]
+    #[error("could not {action} the portability file {}: {source}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
@@ -53,7 +53,7 @@ pub enum CrossError {
         source: std::io::Error,
     },
     /// The portability file is not what this build writes.
-    #[error("portability file {} is not valid: {message}. It was left untouched; fix or move it, or pass --portability with another file", path.display())]
+    #[error("portability file {} is not valid: {message}. It was left untouched", path.display())]
     Invalid {
         /// The file.
         path: PathBuf,

@@ -46,7 +46,7 @@ pub enum SimulateError {
     #[error(transparent)]
     Strategy(#[from] SearchError),
     /// The journal holds no candidate at all.
-    #[error("run journal {}: it records no candidate; replay the journal of a run that finished (autotune --shape ... --journal-dir DIR without --budget)", path.display())]
+    #[error("run journal {}: it records no candidate", path.display())]
     Empty {
         /// The file.
         path: PathBuf,
@@ -115,6 +115,9 @@ pub struct Replay {
     pub complete: bool,
     /// Why there are no estimates, when there are none.
     pub model_note: Option<String>,
+    /// Whether the model had no arch for the GPU (none given, none in the journal, and the GPU
+    /// name is not a known one), so it estimated nothing.
+    pub arch_unknown: bool,
 }
 
 impl Replay {
@@ -202,11 +205,12 @@ impl Replay {
                     Err(e) => Some(format!("the built-in catalog has no plan: {e}")),
                 }
             }
-            _ => Some(format!(
-                "the arch of '{}' is unknown: pass --arch sm_XY",
-                h.gpu
-            )),
+            _ => Some(match sm {
+                None => format!("the arch of '{}' is unknown", h.gpu),
+                Some(sm) => format!("sm_{sm} of '{}' is not in this build's limit table", h.gpu),
+            }),
         };
+        let arch_unknown = sm.is_none();
         Ok(Replay {
             label: label.to_string(),
             gpu: h.gpu.clone(),
@@ -218,6 +222,7 @@ impl Replay {
             estimated,
             complete: recorded.ended == Some(false),
             model_note,
+            arch_unknown,
         })
     }
 
@@ -328,12 +333,12 @@ pub fn replay_all(
 ) -> Result<Simulation, SimulateError> {
     if opts.seeds == 0 {
         return Err(SimulateError::Setting(
-            "--seeds must be at least 1".to_string(),
+            "the number of seeds must be at least 1".to_string(),
         ));
     }
     if !(opts.within_pct.is_finite() && opts.within_pct >= 0.0) {
         return Err(SimulateError::Setting(format!(
-            "--within {} must be a percentage of at least 0 (e.g. 3)",
+            "within_pct {} must be a percentage of at least 0 (e.g. 3)",
             opts.within_pct
         )));
     }

@@ -13,13 +13,11 @@ use std::path::Path;
 /// How a suite file looks, for error messages.
 const SUITE_FORM: &str = "a suite is `op = \"gemm\"` (or \"gemv\") and `shapes = [\"MxNxK\", ...]`, as in configs/suites/gemm.toml";
 
-/// Why a suite file is unusable. Every message names the file and says what to do.
+/// Why a suite file is unusable. Every message names the file and what is wrong with it.
 #[derive(Debug, thiserror::Error)]
 pub enum SuiteError {
     /// The file could not be read.
-    #[error(
-        "cannot read suite {path}: {source}. Check the path, e.g. --suite configs/suites/gemm.toml"
-    )]
+    #[error("cannot read suite {path}: {source}")]
     Io {
         /// The path.
         path: String,
@@ -27,7 +25,7 @@ pub enum SuiteError {
         source: std::io::Error,
     },
     /// The path is a directory.
-    #[error("suite {path} is a directory, not a file: pass --suite with a suite file such as configs/suites/gemm.toml")]
+    #[error("suite {path} is a directory, not a file")]
     IsDirectory {
         /// The path.
         path: String,
