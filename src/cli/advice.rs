@@ -8,7 +8,7 @@
 use autotune::cuda::bench::RunError;
 use autotune::cuda::device::DeviceError;
 use autotune::db::DbError;
-use autotune::report::compare::CompareError;
+use autotune::report::gpus::CompareError;
 use autotune::tuning::cross::CrossError;
 use autotune::tuning::journal::JournalError;
 use autotune::tuning::replay::SimulateError;

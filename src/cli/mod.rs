@@ -2,7 +2,7 @@
 //! ([`advice`]). Nothing depends on this module.
 
 mod advice;
-mod compare;
+mod databases;
 mod simulate;
 mod tuning;
 
@@ -129,15 +129,15 @@ struct Args {
 enum Command {
     /// Join databases tuned on different machines into one: of two entries for the same GPU,
     /// op and shape the faster stays, with the other's time recorded.
-    Merge(compare::MergeArgs),
+    Merge(databases::MergeArgs),
     /// GPUs side by side per shape (winner, throughput, % of own peak, x cuBLAS) with
     /// geometric-mean ratios, from the database alone.
-    Compare(compare::CompareArgs),
+    Compare(databases::CompareArgs),
     /// Write a Markdown report with SVG bar charts comparing GPUs, from the database alone.
-    Report(compare::ReportArgs),
+    Report(databases::ReportArgs),
     /// Run every GPU's recorded winner for a suite on this GPU, as % of the best here; builds
     /// the "tuned on X, run on Y" matrix across runs on several GPUs.
-    Cross(compare::CrossArgs),
+    Cross(databases::CrossArgs),
     /// Print what a product would launch for a shape, and why, from the database alone.
     Best(BestArgs),
     /// Write the kernel and launch helper the database chooses for a shape as a self-contained
@@ -325,7 +325,7 @@ fn export(a: &ExportArgs) -> Result<()> {
         if a.check_compile {
             bail!("--check-compile applies to --format cuda-header only");
         }
-        return compare::export_entries(format, &a.target, a.output.as_deref());
+        return databases::export_entries(format, &a.target, a.output.as_deref());
     }
     let (op, shape, db, gpu, arch) = a.target.resolve()?;
     let Some(arch) = arch else {
@@ -481,10 +481,10 @@ fn run(args: &Args) -> Result<()> {
         Some(Command::Best(b)) => return best(b),
         Some(Command::Export(e)) => return export(e),
         Some(Command::Summary(a)) => return summary(a),
-        Some(Command::Merge(a)) => return compare::merge(a),
-        Some(Command::Compare(a)) => return compare::compare(a),
-        Some(Command::Report(a)) => return compare::report(a),
-        Some(Command::Cross(a)) => return compare::cross(a),
+        Some(Command::Merge(a)) => return databases::merge(a),
+        Some(Command::Compare(a)) => return databases::compare(a),
+        Some(Command::Report(a)) => return databases::report(a),
+        Some(Command::Cross(a)) => return databases::cross(a),
         Some(Command::Simulate(a)) => return simulate::run(a),
         Some(Command::Worker) => tuning::worker(),
         None => {}

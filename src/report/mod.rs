@@ -8,8 +8,8 @@
 //! - [`formats`]: every database entry as CSV, JSON or the T4 autotuning results format.
 
 pub mod chart;
-pub mod compare;
 pub mod formats;
+pub mod gpus;
 pub mod table;
 
 pub use table::{Align, Table};

@@ -21,7 +21,7 @@ use crate::family::space::{config_label, Config};
 use crate::fileio::{FileError, WriteLock};
 use crate::measure::timing::TimingSettings;
 use crate::problem::{Op, Shape};
-use crate::report::compare::short_gpu_name;
+use crate::report::gpus::short_gpu_name;
 use crate::report::{geomean, Table};
 use crate::tuning::evaluator::Evaluator;
 use serde::{Deserialize, Serialize};

@@ -12,8 +12,8 @@ use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
 use autotune::product::export::Format;
 use autotune::report::chart;
-use autotune::report::compare::{self as cmp, CompareError, Comparison};
 use autotune::report::formats;
+use autotune::report::gpus::{self as cmp, CompareError, Comparison};
 use autotune::tuning::cross::{self, CrossOptions, Portability};
 use autotune::tuning::suite::Suite;
 use std::path::{Path, PathBuf};
@@ -177,7 +177,7 @@ impl Selection {
         let explicit = op.is_some() || !self.suites.is_empty();
         let mut out = Vec::new();
         for (op, shapes) in tables {
-            let c = cmp::compare(&db, op, &gpus, shapes.as_deref());
+            let c = cmp::compare_gpus(&db, op, &gpus, shapes.as_deref());
             if c.is_empty() {
                 if explicit {
                     return Err(CompareError::NoEntries {

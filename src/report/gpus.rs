@@ -269,7 +269,12 @@ pub struct Comparison {
 /// Builds the comparison of `gpus` (full names, e.g. from [`resolve_gpus`]) for `op`. The rows
 /// are `shapes` in that order when given (a suite), else every shape any of the GPUs was tuned
 /// on, sorted by `(m, n, k)`.
-pub fn compare(db: &Database, op: Op, gpus: &[String], shapes: Option<&[Shape]>) -> Comparison {
+pub fn compare_gpus(
+    db: &Database,
+    op: Op,
+    gpus: &[String],
+    shapes: Option<&[Shape]>,
+) -> Comparison {
     let columns: Vec<GpuColumn> = gpus
         .iter()
         .map(|name| {
@@ -680,7 +685,7 @@ mod tests {
     fn table_rows_ratios_and_geomeans() {
         let db = db();
         let gpus = resolve_gpus(&db, "x", &["h200".into(), "4060".into()]).unwrap();
-        let c = compare(&db, Op::Gemm, &gpus, None);
+        let c = compare_gpus(&db, Op::Gemm, &gpus, None);
         assert_eq!(c.rows.len(), 2);
         assert_eq!(c.rows[0].label, "2048x2048x2048");
         let h200 = c.rows[0].cells[0].as_ref().unwrap();
@@ -728,7 +733,7 @@ mod tests {
             Shape::parse(Op::Gemv, "4096x4096").unwrap(),
             Shape::parse(Op::Gemv, "3x3").unwrap(),
         ];
-        let c = compare(&db, Op::Gemv, &gpus, Some(&shapes));
+        let c = compare_gpus(&db, Op::Gemv, &gpus, Some(&shapes));
         let labels: Vec<&str> = c.rows.iter().map(|r| r.label.as_str()).collect();
         assert_eq!(labels, ["16384x16384", "4096x4096", "3x3"]);
         let cell = c.rows[0].cells[0].as_ref().unwrap();
@@ -748,7 +753,7 @@ mod tests {
     fn markdown_csv_and_json() {
         let db = db();
         let gpus = resolve_gpus(&db, "x", &["h200".into(), "4060".into()]).unwrap();
-        let c = compare(&db, Op::Gemm, &gpus, None);
+        let c = compare_gpus(&db, Op::Gemm, &gpus, None);
         let md = c.markdown();
         assert!(
             md.starts_with("### gemm: NVIDIA H200 vs NVIDIA GeForce RTX 4060\n"),
