@@ -16,7 +16,7 @@ use autotune::db::Database;
 use autotune::gpu::Arch;
 use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
-use autotune::report::compare::{self as cmp, CompareError};
+use autotune::report::gpus::{self as cmp, CompareError};
 use autotune::tuning::cross::Portability;
 use autotune::tuning::journal::{Header, JournalError, Record, Writer, JOURNAL_VERSION};
 use autotune::tuning::replay::{self, SimulateOptions};
