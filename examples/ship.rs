@@ -6,10 +6,10 @@
 //! Run on a GPU: `cargo run --release --example ship`. A second run finds every kernel in the
 //! disk cache (`compiled 0` in the last line).
 
-use autotune::compile;
-use autotune::lookup::Rule;
-use autotune::runner;
-use autotune::template::Catalog;
+use autotune::cuda::bench;
+use autotune::cuda::nvrtc;
+use autotune::family::catalog::Catalog;
+use autotune::product::lookup::Rule;
 use autotune::{Op, Shape, Tuned};
 use cudarc::cublas::{CudaBlas, Gemm, Gemv};
 use cudarc::driver::sys::CUevent_flags;
@@ -22,7 +22,7 @@ const DB: &str = include_str!("../results/tuning.toml");
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
 fn random(n: usize, seed: u64) -> Vec<f32> {
-    autotune::verify::random_values(n, seed, 0)
+    autotune::measure::verify::random_values(n, seed, 0)
 }
 
 /// Median of `reps` event-timed runs, with L2 flushed before each (as the tuner times).
@@ -101,13 +101,10 @@ fn main() -> Res<()> {
         let cublas = time_ms(&ctx, &stream, &mut flush, 20, || {
             unsafe {
                 match op {
-                    Op::Gemm => blas.gemm(
-                        runner::row_major_gemm(shape, 1.0f32),
-                        &b,
-                        &a,
-                        &mut reference,
-                    )?,
-                    Op::Gemv => blas.gemv(runner::row_major_gemv(shape), &a, &b, &mut reference)?,
+                    Op::Gemm => {
+                        blas.gemm(bench::row_major_gemm(shape, 1.0f32), &b, &a, &mut reference)?
+                    }
+                    Op::Gemv => blas.gemv(bench::row_major_gemv(shape), &a, &b, &mut reference)?,
                 }
             }
             Ok(())
@@ -125,7 +122,7 @@ fn main() -> Res<()> {
             "| {op} | {text} | {:?} | {} {} | {ours:.4} | {cublas:.4} | {:.3} | {db_ms} | {diff:.2e}{} |",
             choice.rule,
             choice.family,
-            autotune::space::params_label(&choice.params),
+            autotune::family::space::params_label(&choice.params),
             cublas / ours,
             if ok { "" } else { " WRONG" }
         );
@@ -141,7 +138,7 @@ fn main() -> Res<()> {
     let choice = tuned.explain(Op::Gemv, shape);
     let catalog = Catalog::builtin()?;
     let family = catalog.get(&choice.family)?;
-    let config = autotune::space::Config {
+    let config = autotune::family::space::Config {
         family: choice.family.clone(),
         params: choice.params.clone(),
     };
@@ -149,8 +146,8 @@ fn main() -> Res<()> {
         .space
         .launch(&config, shape, &tuned.device().limits)?;
     let source = family.instantiate(&config);
-    let compiled = compile::compile(&source, tuned.device().arch)?;
-    let func = runner::load_function(
+    let compiled = nvrtc::compile(&source, tuned.device().arch)?;
+    let func = bench::load_function(
         &ctx,
         &compiled.cubin,
         &source.kernel_name,

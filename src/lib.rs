@@ -3,42 +3,40 @@
 //! Finds the fastest tile parameters for CUDA SGEMM and SGEMV kernels on the GPU at hand, per
 //! matrix shape, and writes them to a TOML tuning database that a product ships and loads.
 //!
-//! The flow of one run: shape + op → parameter spaces (`configs/spaces/*.toml`, [`space`]) →
-//! pruning → instantiation of `templates/*.cu` ([`template`]) → NVRTC in parallel
-//! ([`compile`]) → validation against a float64 reference and timing against cuBLAS
-//! ([`runner`], [`verify`], [`timing`]) → search ([`search`], [`tune`]) → database ([`db`]) →
-//! report ([`report`]).
+//! The folders read as the flow of one run:
 //!
-//! Pure modules (`shape`, `expr`, `space`, `template`, `db`, `search`, `model`, `simulate`,
-//! `timing`, `verify`, `report`, `lookup`, `suite`, `recheck`) need no GPU; only `device`,
-//! `compile`, `runner` and `runtime` touch CUDA. A product uses [`Tuned`] (module [`runtime`]).
+//! - [`problem`]: the op and shape, the key of everything below;
+//! - [`family`]: the expression language, parameter spaces, the catalog of kernel families and
+//!   their instantiation into source strings;
+//! - [`gpu`]: the one per-architecture table and the facts of a device (pure data);
+//! - [`cuda`]: the only users of cudarc: device, NVRTC and compile caches, the bench that loads,
+//!   validates and times a kernel, the isolating worker process;
+//! - [`measure`]: outcomes, the timing policy and statistics, the reference and tolerance;
+//! - [`search`]: strategies over a space and a budget;
+//! - [`tuning`]: a tuning run end to end, journals, suites, shards, the performance model,
+//!   replay of journals, re-checks, cross-GPU portability;
+//! - [`db`]: the tuning database (schema, TOML codec, merge, errors);
+//! - [`product`]: what a product links: [`Tuned`], the lookup, the exports;
+//! - [`report`]: tables, charts and GPU comparisons.
+//!
+//! Pure modules (`problem`, `family`, `gpu`, `measure`, `search`, `db`, `report`, and the pure
+//! parts of `tuning`: `model`, `journal`, `replay`, `suite`, `shard`, `recheck`, `outcome`) need
+//! no GPU and no CUDA; `tests/architecture.rs` checks that they import nothing that does.
 
 #![warn(missing_docs)]
 
-pub mod compile;
-pub mod cross;
+pub mod cuda;
 pub mod db;
-pub mod device;
-pub mod export;
-pub mod expr;
-pub mod journal;
-pub mod lookup;
-pub mod model;
-pub mod recheck;
+pub mod family;
+pub mod fileio;
+pub mod gpu;
+pub mod measure;
+pub mod problem;
+pub mod product;
+pub mod provenance;
 pub mod report;
-pub mod runner;
-pub mod runtime;
 pub mod search;
-pub mod shape;
-pub mod shard;
-pub mod simulate;
-pub mod space;
-pub mod suite;
-pub mod template;
-pub mod timing;
-pub mod tune;
-pub mod verify;
-pub mod worker;
+pub mod tuning;
 
-pub use runtime::Tuned;
-pub use shape::{Op, Shape};
+pub use problem::{Op, Shape};
+pub use product::runtime::Tuned;

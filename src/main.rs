@@ -20,6 +20,10 @@ fn main() {
         Ok(Ok(())) => {}
         Ok(Err(e)) => {
             eprintln!("Error: {}", message(&e));
+            // What to do about it, naming the flags: the library's errors do not.
+            if let Some(hint) = cli::advice(&e) {
+                eprintln!("hint: {hint}");
+            }
             std::process::exit(1);
         }
         Err(_) => std::process::exit(101),

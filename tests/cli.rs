@@ -5,6 +5,7 @@
 mod common;
 
 use common::{ok, run, H200_DB};
+use std::fs;
 
 #[test]
 fn help_lists_the_main_options() {
@@ -15,11 +16,16 @@ fn help_lists_the_main_options() {
     }
 }
 
-/// `autotune best` against a committed database: every lookup rule, no GPU needed.
+/// `autotune best` against a committed database (with current checksums): every lookup rule,
+/// no GPU needed.
 #[test]
 fn best_explains_each_lookup_rule_without_a_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let current = dir.path().join("h200-current.toml");
+    fs::write(&current, common::current_h200_db()).unwrap();
+    let db = current.to_str().unwrap();
     let run = |args: &[&str]| {
-        let mut all = vec!["best", "--db", H200_DB];
+        let mut all = vec!["best", "--db", db];
         all.extend_from_slice(args);
         ok(&all)
     };
@@ -65,6 +71,26 @@ fn best_explains_each_lookup_rule_without_a_gpu() {
     ]);
     let v: serde_json::Value = serde_json::from_str(&json).unwrap();
     assert_eq!(v["rule"], "exact");
+}
+
+/// An entry tuned against another version of its template is passed over, and `best` says so.
+#[test]
+fn best_passes_over_stale_entries_and_says_so() {
+    let out = ok(&[
+        "best",
+        "--db",
+        H200_DB,
+        "--gpu",
+        "NVIDIA H200",
+        "--shape",
+        "2048x2048x2048",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    // The committed fixture predates the current templates: none of its entries is current.
+    assert_ne!(v["rule"], "exact", "{v}");
+    assert_eq!(v["skipped"][0]["rule"], "exact", "{v}");
+    assert_eq!(v["skipped"][0]["freshness"], "stale", "{v}");
 }
 
 /// Export needs neither a GPU nor NVRTC: the header goes to stdout.

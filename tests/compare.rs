@@ -5,10 +5,10 @@
 
 mod common;
 
-use autotune::cross::{CrossMeasurement, Portability};
 use autotune::db::Database;
+use autotune::problem::{Op, Shape};
 use autotune::report::formats::JsonExport;
-use autotune::shape::{Op, Shape};
+use autotune::tuning::cross::{CrossMeasurement, Portability};
 use common::{fails_with, ok, run};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -2,12 +2,12 @@
 //!
 //! The child processes are this test binary run again (`std::env::current_exe()`) with
 //! `--exact child_process` and [`ROLE`] set: [`child_process`] does nothing when run as a test.
-//! Needs no GPU.
+//! The concurrent merges run the built `autotune` binary. Needs no GPU.
 
 mod common;
 
 use autotune::db::{Database, Entry};
-use autotune::shape::{Op, Shape};
+use autotune::problem::{Op, Shape};
 use std::fs;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -328,4 +328,109 @@ fn kill_9_never_leaves_a_torn_database() {
     a.save(&path).unwrap();
     assert_eq!(listing(dir.path()), ["tuning.toml"]);
     assert_eq!(fs::read_to_string(&path).unwrap(), text_a);
+}
+
+/// Starts `autotune merge OUT INPUT -o OUT`: a merge whose output is also one of its inputs.
+fn spawn_merge_into(out: &Path, input: &Path) -> Child {
+    Command::new(env!("CARGO_BIN_EXE_autotune"))
+        .arg("merge")
+        .arg(out)
+        .arg(input)
+        .arg("-o")
+        .arg(out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("could not start autotune merge")
+}
+
+/// Waits for every merge and checks that each succeeded.
+fn wait_for_merges(children: Vec<Child>, ctx: &str) {
+    for (i, child) in children.into_iter().enumerate() {
+        let out = child
+            .wait_with_output()
+            .expect("waiting for autotune merge");
+        assert!(
+            out.status.success(),
+            "merge {i} failed ({}), {ctx}:\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+/// The GPU names of the entries in the database at `path`, sorted.
+fn entry_gpus(path: &Path) -> Vec<String> {
+    let db = Database::load(path).expect("the merged database loads");
+    let mut gpus: Vec<String> = db.entries.iter().map(|e| e.gpu.clone()).collect();
+    gpus.sort();
+    gpus
+}
+
+/// 32 databases with one entry each (a GPU of its own); 31 `autotune merge out.toml in_I.toml
+/// -o out.toml` run at once, each naming the output as an input: every entry is in out.toml at
+/// the end, and no lock or temporary file is left. Reading the inputs outside the output's write
+/// lock, each merge wrote back the output as it was before the others' writes (a user saw 2 to
+/// 4 of the 32 entries survive).
+#[test]
+fn concurrent_merges_into_one_of_their_inputs_keep_every_entry() {
+    const MERGES: usize = 31;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.toml");
+    database("Merge GPU 00", 1, 0.1).save(&out).unwrap();
+    let inputs: Vec<PathBuf> = (1..=MERGES)
+        .map(|i| {
+            let path = dir.path().join(format!("in_{i:02}.toml"));
+            database(&format!("Merge GPU {i:02}"), 1, 0.1)
+                .save(&path)
+                .unwrap();
+            path
+        })
+        .collect();
+
+    let children: Vec<Child> = inputs.iter().map(|p| spawn_merge_into(&out, p)).collect();
+    wait_for_merges(children, &format!("{MERGES} merges at once"));
+
+    let want: Vec<String> = (0..=MERGES).map(|i| format!("Merge GPU {i:02}")).collect();
+    let got = entry_gpus(&out);
+    let lost: Vec<&String> = want.iter().filter(|g| !got.contains(g)).collect();
+    assert!(
+        lost.is_empty(),
+        "{} of {} entries were lost by {MERGES} concurrent merges: {lost:?}",
+        lost.len(),
+        want.len()
+    );
+    assert_eq!(got, want);
+    let mut files = vec!["out.toml".to_string()];
+    files.extend((1..=MERGES).map(|i| format!("in_{i:02}.toml")));
+    files.sort();
+    assert_eq!(listing(dir.path()), files, "files left next to the output");
+}
+
+/// Two merges into one of their inputs at once, ten times over: both inputs' entries and the
+/// output's own are always there.
+#[test]
+fn two_concurrent_merges_into_one_of_their_inputs_keep_every_entry() {
+    const ROUNDS: usize = 10;
+    let mut lost_rounds = Vec::new();
+    for round in 1..=ROUNDS {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.toml");
+        let (a, b) = (dir.path().join("a.toml"), dir.path().join("b.toml"));
+        database("GPU out", 1, 0.1).save(&out).unwrap();
+        database("GPU a", 1, 0.1).save(&a).unwrap();
+        database("GPU b", 1, 0.1).save(&b).unwrap();
+        let children = vec![spawn_merge_into(&out, &a), spawn_merge_into(&out, &b)];
+        wait_for_merges(children, &format!("round {round}"));
+        let got = entry_gpus(&out);
+        if got != ["GPU a", "GPU b", "GPU out"] {
+            lost_rounds.push(format!("round {round}: {got:?}"));
+        }
+        assert_eq!(listing(dir.path()), ["a.toml", "b.toml", "out.toml"]);
+    }
+    assert!(
+        lost_rounds.is_empty(),
+        "{} of {ROUNDS} rounds of two concurrent merges lost an entry: {lost_rounds:?}",
+        lost_rounds.len()
+    );
 }

@@ -4,16 +4,16 @@
 
 mod common;
 
-use autotune::compile::Cache;
+use autotune::cuda::device::Device;
+use autotune::cuda::isolate::WorkerSettings;
+use autotune::cuda::nvrtc::Cache;
 use autotune::db::Database;
-use autotune::device::Device;
-use autotune::runner::Stage;
+use autotune::family::catalog::Catalog;
+use autotune::measure::outcome::Stage;
+use autotune::measure::timing::TimingSettings;
+use autotune::problem::{Op, Shape};
 use autotune::search::Exhaustive;
-use autotune::shape::{Op, Shape};
-use autotune::template::Catalog;
-use autotune::timing::TimingSettings;
-use autotune::tune::{self, Silent, TuneOptions};
-use autotune::worker::WorkerSettings;
+use autotune::tuning::tune::{self, Silent, TuneOptions};
 use std::collections::BTreeSet;
 
 /// GPU 0, or `None` after [`common::skip`] where there is none (a failure under
@@ -41,7 +41,7 @@ fn tune_gemm(
     cache: &Cache,
     shape: Shape,
     opts: &TuneOptions,
-) -> tune::TuneReport {
+) -> autotune::tuning::outcome::TuneReport {
     tune::tune(
         dev,
         cat,
@@ -61,7 +61,16 @@ fn validate_every_config(op: Op, list: &[&str]) {
     let Some(dev) = device() else { return };
     let cat = Catalog::builtin().unwrap();
     let shapes: Vec<Shape> = list.iter().map(|s| Shape::parse(op, s).unwrap()).collect();
-    let results = tune::validate_all(&dev, &cat, op, &shapes, &[], 7).unwrap();
+    let results = tune::validate_all(
+        &dev,
+        &cat,
+        op,
+        &shapes,
+        &[],
+        7,
+        Some(&WorkerSettings::new(common::bin())),
+    )
+    .unwrap();
     let families: BTreeSet<_> = results.iter().map(|r| r.family.clone()).collect();
     let expected: BTreeSet<_> = cat.for_op(op).map(|f| f.name().to_string()).collect();
     assert!(!expected.is_empty());
@@ -202,7 +211,7 @@ fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
         "the 4 finished candidates come from the journal"
     );
     assert_eq!(r.results.len(), 9);
-    let fault = |c: &tune::CandidateResult| c.params["FAULT"];
+    let fault = |c: &autotune::tuning::outcome::CandidateResult| c.params["FAULT"];
     for c in &r.results {
         println!(
             "FAULT={} {}: {:?}",
@@ -259,4 +268,70 @@ fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
         r.worker_restarts,
         winner.kernel
     );
+}
+
+/// `cross` runs other GPUs' winners through the isolating evaluator: winners that fault, hang
+/// or give wrong results (the fault suite's configs, recorded as winners of made-up GPUs) are
+/// failed rows, and the run goes on to measure the good one.
+#[test]
+fn cross_isolates_faulting_winners() {
+    use autotune::tuning::cross::{self, CrossOptions};
+    let Some(dev) = device() else { return };
+    let cat = Catalog::from_dir(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/faults"
+    )))
+    .unwrap();
+    let checksum = cat.get("gemm_faults").unwrap().checksum.clone();
+    let fixture = Database::load(std::path::Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/h200-db.toml"
+    )))
+    .unwrap();
+    let shape = Shape {
+        m: 256,
+        n: 256,
+        k: 256,
+    };
+    let mut db = Database::new();
+    for fault in 0..=7 {
+        let mut e = fixture.entries[0].clone();
+        e.gpu = format!("Made-up GPU {fault}");
+        e.op = Op::Gemm;
+        (e.m, e.n, e.k) = (shape.m, shape.n, shape.k);
+        e.shape = shape.label(Op::Gemm);
+        e.family = "gemm_faults".into();
+        e.params = [("TILE".to_string(), 16), ("FAULT".to_string(), fault)].into();
+        e.checksum = checksum.clone();
+        db.upsert(e);
+    }
+    let opts = CrossOptions {
+        seed: 1,
+        timing: TimingSettings::quick(),
+        isolation: Some(WorkerSettings::new(common::bin())),
+    };
+    let rows = cross::run(
+        &dev,
+        &cat,
+        &Cache::new(),
+        &db,
+        Op::Gemm,
+        &[shape],
+        &opts,
+        "2026-11-23T00:00:00Z",
+        &|line| eprintln!("{line}"),
+    )
+    .expect("a faulting winner must not end the cross run");
+    assert_eq!(rows.len(), 8, "{rows:?}");
+    for r in &rows {
+        eprintln!(
+            "FAULT={} {:?} {:?}",
+            r.params["FAULT"], r.median_ms, r.failure
+        );
+        if r.params["FAULT"] == 0 {
+            assert!(r.median_ms.is_some(), "the good config failed: {r:?}");
+        } else {
+            assert!(r.failure.is_some(), "a broken config passed: {r:?}");
+        }
+    }
 }

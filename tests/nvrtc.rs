@@ -13,8 +13,8 @@
 
 mod common;
 
-use autotune::shape::Op;
-use autotune::template::Catalog;
+use autotune::family::catalog::Catalog;
+use autotune::problem::Op;
 use common::{nvrtc_dir, Run, H200_DB};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -340,4 +340,49 @@ fn exported_cubin_is_an_elf_for_the_arch() {
     let bytes = std::fs::read(&out).expect("the cubin was written");
     assert!(bytes.len() > 1024, "{} bytes", bytes.len());
     assert_eq!(&bytes[..4], b"\x7fELF", "not an ELF file");
+}
+
+/// `--dry-run` over a suite compiles each kernel once: the second shape, which prunes to the
+/// same configs, takes every kernel from the run's cache.
+#[test]
+fn dry_run_over_a_suite_compiles_each_kernel_once() {
+    let Some(dir) = nvrtc_dir("AUTOTUNE_NVRTC13_DIR") else {
+        return;
+    };
+    let tmp = tempfile::tempdir().unwrap();
+    let suite = tmp.path().join("two.toml");
+    std::fs::write(
+        &suite,
+        "op = \"gemm\"\nshapes = [\"1024x1024x1024\", \"2048x2048x2048\"]\n",
+    )
+    .unwrap();
+    let suite = suite.to_str().unwrap();
+    let args = [
+        "--suite",
+        suite,
+        "--family",
+        "gemm_tiled",
+        "--dry-run",
+        "--arch",
+        "sm_90",
+        "--json",
+    ];
+    let r = autotune_ok(&dir, &args);
+    let reports: Vec<Value> = serde_json::Deserializer::from_str(&r.stdout)
+        .into_iter::<Value>()
+        .collect::<Result<_, _>>()
+        .unwrap();
+    assert_eq!(reports.len(), 2, "{}", r.stdout);
+    let planned = |v: &Value| {
+        v["families"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["compiled"].as_u64().unwrap() + f["failed"].as_array().unwrap().len() as u64)
+            .sum::<u64>()
+    };
+    assert_eq!(planned(&reports[0]), 3);
+    assert_eq!(reports[0]["compiled_now"], 3, "{}", r.stdout);
+    assert_eq!(planned(&reports[1]), 3);
+    assert_eq!(reports[1]["compiled_now"], 0, "{}", r.stdout);
 }

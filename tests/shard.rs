@@ -5,9 +5,9 @@
 mod common;
 
 use autotune::db::{Database, Entry, MergeOptions, Producer};
-use autotune::shape::{Op, Shape};
-use autotune::shard::{self, Shard};
-use autotune::suite::Suite;
+use autotune::problem::{Op, Shape};
+use autotune::tuning::shard::{self, Shard};
+use autotune::tuning::suite::Suite;
 use std::collections::BTreeSet;
 
 /// The shapes the CLI says shard `spec` tunes (it prints them before it looks for a GPU).

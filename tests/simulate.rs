@@ -5,11 +5,8 @@
 
 mod common;
 
-use autotune::journal::{CandidateRecord, Header, Record, Writer, JOURNAL_VERSION};
-use autotune::runner::{Failure, Measured, Stage};
-use autotune::shape::{Op, Shape};
-use autotune::simulate::{self, SimulateOptions};
-use autotune::timing::{Stats, TimingSettings};
+use autotune::measure::outcome::{Failure, Stage};
+use autotune::tuning::replay::{self, SimulateOptions};
 use common::{fails_with, ok, run};
 use std::path::{Path, PathBuf};
 
@@ -17,52 +14,17 @@ use std::path::{Path, PathBuf};
 /// (1.02 ms), X = 5 failed, the others take 2 ms.
 fn toy_journal(dir: &Path) -> PathBuf {
     let path = dir.join("toy.jsonl");
-    let header = Header {
-        journal: JOURNAL_VERSION,
-        gpu: "NVIDIA H100 80GB HBM3".into(),
-        op: Op::Gemm,
-        shape: Shape {
-            m: 256,
-            n: 256,
-            k: 256,
-        },
-        seed: 1,
-        timing: TimingSettings::quick(),
-        tool_version: "test".into(),
-        arch: Some("sm_90".into()),
-        sms: Some(132),
-    };
-    let mut w = Writer::create(&path, &header).unwrap();
-    for x in 0..10i64 {
-        let outcome = match x {
-            5 => Err(Failure {
-                stage: Stage::Validate,
-                reason: "wrong result".into(),
-            }),
-            _ => {
-                let ms = match x {
-                    7 => 1.0,
-                    3 => 1.02,
-                    _ => 2.0,
-                };
-                Ok(Measured {
-                    stats: Stats::from_samples(&[ms, ms, ms]).unwrap(),
-                    max_rel_error: 1e-7,
-                    registers: 40,
-                    local_bytes: 0,
-                })
-            }
-        };
-        w.record(&Record::Candidate(CandidateRecord {
-            family: "toy".into(),
-            kernel: format!("toy_X{x}"),
-            params: [("X".to_string(), x)].into_iter().collect(),
-            checksum: "c".into(),
-            outcome,
-        }))
-        .unwrap();
-    }
-    w.record(&Record::End { partial: false }).unwrap();
+    let outcomes = (0..10).map(|x| match x {
+        5 => Err(Failure {
+            stage: Stage::Validate,
+            reason: "wrong result".into(),
+        }),
+        7 => Ok(1.0),
+        3 => Ok(1.02),
+        _ => Ok(2.0),
+    });
+    let header = common::journal_header("NVIDIA H100 80GB HBM3");
+    common::write_toy_journal(&path, &header, outcomes);
     path
 }
 
@@ -203,7 +165,7 @@ fn recorded_journals_meet_the_search_target() {
         count("gemm"),
         count("gemv")
     );
-    let sim = simulate::simulate(&paths, &SimulateOptions::default()).unwrap();
+    let sim = replay::simulate(&paths, &SimulateOptions::default()).unwrap();
     println!("{}", sim.markdown());
     let best = sim.best().expect("a strategy");
     assert!(

@@ -1,19 +1,24 @@
-//! Argument parsing, progress bars and printing. Nothing depends on this module.
+//! Argument parsing, progress bars, printing, and the advice on errors that names flags
+//! ([`advice`]). Nothing depends on this module.
 
-mod compare;
+mod advice;
+mod databases;
 mod simulate;
 mod tuning;
 
+pub(crate) use advice::advice;
+
 use anyhow::{bail, Context, Result};
-use autotune::compile::{self, Arch};
+use autotune::cuda::device::Device;
+use autotune::cuda::nvrtc;
 use autotune::db::Database;
-use autotune::device::Device;
-use autotune::export::{self, Format};
-use autotune::lookup;
+use autotune::family::catalog::{Catalog, Source};
+use autotune::gpu::Arch;
+use autotune::problem::{Op, Shape};
+use autotune::product::export::{self, Format};
+use autotune::product::lookup;
 use autotune::report;
-use autotune::shape::{Op, Shape};
-use autotune::suite::Suite;
-use autotune::template::{Catalog, Source};
+use autotune::tuning::suite::Suite;
 use clap::Parser;
 use std::path::PathBuf;
 
@@ -124,15 +129,15 @@ struct Args {
 enum Command {
     /// Join databases tuned on different machines into one: of two entries for the same GPU,
     /// op and shape the faster stays, with the other's time recorded.
-    Merge(compare::MergeArgs),
+    Merge(databases::MergeArgs),
     /// GPUs side by side per shape (winner, throughput, % of own peak, x cuBLAS) with
     /// geometric-mean ratios, from the database alone.
-    Compare(compare::CompareArgs),
+    Compare(databases::CompareArgs),
     /// Write a Markdown report with SVG bar charts comparing GPUs, from the database alone.
-    Report(compare::ReportArgs),
+    Report(databases::ReportArgs),
     /// Run every GPU's recorded winner for a suite on this GPU, as % of the best here; builds
     /// the "tuned on X, run on Y" matrix across runs on several GPUs.
-    Cross(compare::CrossArgs),
+    Cross(databases::CrossArgs),
     /// Print what a product would launch for a shape, and why, from the database alone.
     Best(BestArgs),
     /// Write the kernel and launch helper the database chooses for a shape as a self-contained
@@ -300,8 +305,7 @@ fn gpu_and_arch(
     let (gpu, dev_arch) = match gpu {
         Some(g) => (g.clone(), None),
         None => {
-            let dev = Device::open(device)
-                .context("no --gpu given, so the GPU's name is read from the device")?;
+            let dev = Device::open(device).context(advice::NoGpuGiven)?;
             (dev.info.name.clone(), Some(dev.info.arch.to_string()))
         }
     };
@@ -321,20 +325,20 @@ fn export(a: &ExportArgs) -> Result<()> {
         if a.check_compile {
             bail!("--check-compile applies to --format cuda-header only");
         }
-        return compare::export_entries(format, &a.target, a.output.as_deref());
+        return databases::export_entries(format, &a.target, a.output.as_deref());
     }
     let (op, shape, db, gpu, arch) = a.target.resolve()?;
     let Some(arch) = arch else {
         bail!("the arch of GPU '{gpu}' is unknown (it is not in {}): pass --arch sm_XY, e.g. sm_90 for an H100/H200", a.target.db.display());
     };
     let arch: Arch = arch.parse()?;
-    let Some(limits) = autotune::space::Limits::for_arch(arch.number() as i64) else {
+    let Some(limits) = autotune::family::space::Limits::for_arch(arch.number() as i64) else {
         bail!(
             "no launch limits are known for {arch}: pass --arch with a supported arch, e.g. sm_90"
         );
     };
-    let choice = lookup::lookup(&db, &gpu, Some(&arch.to_string()), op, shape);
     let catalog = Catalog::builtin()?;
+    let choice = lookup::lookup(&db, &catalog, &gpu, Some(&arch.to_string()), op, shape);
     let family = catalog.get(&choice.family)?;
     if format == Format::Cubin {
         if a.check_compile {
@@ -345,9 +349,9 @@ fn export(a: &ExportArgs) -> Result<()> {
         let Some(path) = &a.output else {
             bail!("--format cubin writes a binary file: give -o FILE.cubin");
         };
-        let source = family.instantiate(&choice.config());
-        compile::check_arch(arch)?;
-        let c = compile::compile(&source, arch)
+        let source = family.kernel(&choice.config(), shape, &limits)?.source;
+        nvrtc::check_arch(arch)?;
+        let c = nvrtc::compile(&source, arch)
             .with_context(|| format!("compiling {} for {arch}", source.kernel_name))?;
         std::fs::write(path, &c.cubin).with_context(|| format!("writing {}", path.display()))?;
         eprintln!(
@@ -355,7 +359,7 @@ fn export(a: &ExportArgs) -> Result<()> {
             path.display(),
             choice.describe(op, shape),
             source.kernel_name,
-            compile::nvrtc_version()?,
+            nvrtc::nvrtc_version()?,
             c.cubin.len()
         );
         return Ok(());
@@ -379,8 +383,8 @@ fn export(a: &ExportArgs) -> Result<()> {
             kernel_name: export::helper_name(op, shape),
             code,
         };
-        compile::check_arch(arch)?;
-        let c = compile::compile(&source, arch)
+        nvrtc::check_arch(arch)?;
+        let c = nvrtc::compile(&source, arch)
             .context("the exported header does not compile with NVRTC")?;
         eprintln!(
             "the header{} compiles for {arch} with NVRTC {} ({} B cubin, {:.0} ms)",
@@ -389,7 +393,7 @@ fn export(a: &ExportArgs) -> Result<()> {
             } else {
                 ""
             },
-            compile::nvrtc_version()?,
+            nvrtc::nvrtc_version()?,
             c.cubin.len(),
             c.compile_ms
         );
@@ -407,7 +411,8 @@ fn export(a: &ExportArgs) -> Result<()> {
 /// `autotune best`: the lookup a product makes, explained.
 fn best(a: &BestArgs) -> Result<()> {
     let (op, shape, db, gpu, arch) = a.target.resolve()?;
-    let choice = lookup::lookup(&db, &gpu, arch.as_deref(), op, shape);
+    let catalog = Catalog::builtin()?;
+    let choice = lookup::lookup(&db, &catalog, &gpu, arch.as_deref(), op, shape);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&choice)?);
         return Ok(());
@@ -417,24 +422,23 @@ fn best(a: &BestArgs) -> Result<()> {
         choice.describe(op, shape),
         arch.as_deref().unwrap_or("arch unknown")
     );
-    let catalog = Catalog::builtin()?;
     let family = catalog.get(&choice.family)?;
     let config = choice.config();
     let limits = arch
         .as_deref()
         .and_then(|s| s.parse::<Arch>().ok())
-        .and_then(|x| autotune::space::Limits::for_arch(x.number() as i64))
-        .or_else(|| autotune::space::Limits::for_arch(90));
+        .and_then(|x| autotune::family::space::Limits::for_arch(x.number() as i64))
+        .or_else(|| autotune::family::space::Limits::for_arch(90));
     if let Some(limits) = limits {
         let l = family
-            .space
-            .launch(&config, shape, &limits)
+            .kernel(&config, shape, &limits)
+            .map(|k| k.launch)
             .with_context(|| {
                 format!(
                     "the config chosen for {op} {} ({} {}) cannot be launched: re-tune that shape or fix its entry in {}",
                     shape.label(op),
                     choice.family,
-                    autotune::space::params_label(&choice.params),
+                    autotune::family::space::params_label(&choice.params),
                     a.target.db.display()
                 )
             })?;
@@ -451,31 +455,39 @@ fn best(a: &BestArgs) -> Result<()> {
             }
         );
     }
-    if let Some(e) = &choice.entry {
-        if e.checksum != family.checksum {
-            println!(
-                "warning: this entry was tuned with another version of {} (checksum differs): re-tune {} {} to refresh it",
-                e.family, e.op, e.shape
-            );
-        }
+    for s in &choice.skipped {
+        println!(
+            "warning: passed over the {} entry {} {} on {}: {}; re-tune {op} {} to refresh it",
+            s.rule, s.family, s.shape, s.gpu, s.freshness, s.shape
+        );
     }
     Ok(())
 }
 
-/// Runs the command line.
+/// Runs the command line. A database error gets the advice of the command that met it (which
+/// option picks another file).
 pub fn main() -> Result<()> {
     let args = Args::parse();
+    let arg = match &args.command {
+        Some(Command::Merge(_)) => advice::DbArg::Merge,
+        _ => advice::DbArg::Db,
+    };
+    run(&args).map_err(|e| advice::advise(e, arg))
+}
+
+/// Runs the command `args` name.
+fn run(args: &Args) -> Result<()> {
     match &args.command {
         Some(Command::Best(b)) => return best(b),
         Some(Command::Export(e)) => return export(e),
         Some(Command::Summary(a)) => return summary(a),
-        Some(Command::Merge(a)) => return compare::merge(a),
-        Some(Command::Compare(a)) => return compare::compare(a),
-        Some(Command::Report(a)) => return compare::report(a),
-        Some(Command::Cross(a)) => return compare::cross(a),
+        Some(Command::Merge(a)) => return databases::merge(a),
+        Some(Command::Compare(a)) => return databases::compare(a),
+        Some(Command::Report(a)) => return databases::report(a),
+        Some(Command::Cross(a)) => return databases::cross(a),
         Some(Command::Simulate(a)) => return simulate::run(a),
         Some(Command::Worker) => tuning::worker(),
         None => {}
     }
-    tuning::run(&args)
+    tuning::run(args)
 }

@@ -1,9 +1,9 @@
 //! `autotune simulate`: replays recorded run journals offline to compare search strategies.
 
 use anyhow::{bail, Context, Result};
-use autotune::compile::Arch;
+use autotune::gpu::Arch;
 use autotune::search;
-use autotune::simulate::{self, SimulateOptions, REPLAYED};
+use autotune::tuning::replay::{self, SimulateOptions, REPLAYED};
 use std::path::PathBuf;
 
 /// Arguments of `autotune simulate`.
@@ -77,7 +77,7 @@ pub(super) fn run(a: &SimulateArgs) -> Result<()> {
         arch,
         sms: a.sms,
     };
-    let sim = simulate::simulate(&a.journals, &opts)?;
+    let sim = replay::simulate(&a.journals, &opts)?;
     let text = if markdown {
         sim.markdown()
     } else {
@@ -86,6 +86,18 @@ pub(super) fn run(a: &SimulateArgs) -> Result<()> {
     print!("{text}");
     if let Some(p) = &a.output {
         std::fs::write(p, &text).with_context(|| format!("writing {}", p.display()))?;
+    }
+    let no_arch: Vec<&str> = sim
+        .replays
+        .iter()
+        .filter(|r| r.arch_unknown)
+        .map(|r| r.label.as_str())
+        .collect();
+    if !no_arch.is_empty() {
+        eprintln!(
+            "hint: pass --arch sm_XY (e.g. sm_90) for the model to estimate the candidates of {}",
+            no_arch.join(", ")
+        );
     }
     Ok(())
 }

@@ -2,20 +2,20 @@
 
 use super::Args;
 use anyhow::{bail, Context, Result};
-use autotune::compile::{self, Arch, DiskCache};
-use autotune::db::{Database, Entry, GpuRecord, Producer};
-use autotune::device::Device;
-use autotune::journal;
+use autotune::cuda::isolate::{self, WorkerSettings};
+use autotune::cuda::nvrtc::{self, DiskCache};
+use autotune::db::{Database, Entry, GpuRecord};
+use autotune::family::catalog::Catalog;
+use autotune::gpu::Arch;
+use autotune::measure::timing::TimingSettings;
+use autotune::problem::{Op, Shape};
 use autotune::report;
-use autotune::runner;
 use autotune::search;
-use autotune::shape::{Op, Shape};
-use autotune::shard::{self, Shard};
-use autotune::suite::Suite;
-use autotune::template::Catalog;
-use autotune::timing::TimingSettings;
-use autotune::tune::{self, Phase, Progress, TuneOptions};
-use autotune::worker::{self, WorkerSettings};
+use autotune::tuning::outcome::TuneReport;
+use autotune::tuning::session::{self, Event, Observer, SessionOptions, SessionOutcome};
+use autotune::tuning::shard::{self, Shard};
+use autotune::tuning::suite::Suite;
+use autotune::tuning::tune::{self, Phase, Progress, TuneOptions};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -37,11 +37,11 @@ fn interrupt_flag() -> Result<Arc<AtomicBool>> {
     Ok(flag)
 }
 
-/// `autotune __worker`: serves one parent over stdin/stdout (see `autotune::worker`).
+/// `autotune __worker`: serves one parent over stdin/stdout (see `autotune::cuda::isolate`).
 pub(super) fn worker() -> ! {
     // Ctrl-C reaches the whole process group; the parent decides what stops.
     let _ = ctrlc::set_handler(|| {});
-    let code = worker::serve(std::io::stdin().lock(), std::io::stdout().lock());
+    let code = isolate::serve(std::io::stdin().lock(), std::io::stdout().lock());
     // The CUDA context may be broken: leave without running its destructors.
     std::process::exit(code)
 }
@@ -78,8 +78,17 @@ pub(super) fn run(args: &Args) -> Result<()> {
         };
         let arch: Arch = arch.parse()?;
         let mut failed = 0;
+        // One cache for the suite: a kernel's source does not depend on the shape.
+        let cache = nvrtc::Cache::new();
         for &shape in &shapes {
-            let r = tune::dry_run(&catalog, op, shape, arch, &args.families, &bars)?;
+            let r = tune::dry_run(&catalog, op, shape, arch, &args.families, &cache, &bars)?;
+            let total: usize = r.families.iter().map(|f| f.compiled + f.failed.len()).sum();
+            eprintln!(
+                "{op} {}: {} of {total} kernel(s) compiled by NVRTC now, the rest taken from this run's cache ({:.1} s)",
+                shape.label(op),
+                r.compiled_now,
+                r.wall_s
+            );
             if args.json {
                 println!("{}", serde_json::to_string_pretty(&r)?);
             } else {
@@ -134,13 +143,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
     }
     let devices = parse_devices(args)?;
     let stop = interrupt_flag()?;
-    let isolation = if args.in_process {
-        None
-    } else {
-        let exe = std::env::current_exe()
-            .context("finding this executable to start benchmark workers (or pass --in-process)")?;
-        Some(WorkerSettings::new(exe))
-    };
+    let isolation = worker_settings(args.in_process)?;
     // Journals live next to the database unless told otherwise; --no-save keeps none.
     let journal_dir = match (&args.journal_dir, args.no_save) {
         (Some(d), _) => Some(d.clone()),
@@ -175,22 +178,32 @@ pub(super) fn run(args: &Args) -> Result<()> {
             DiskCache::user_default()
         },
     };
-    let ctx = RunCtx {
-        args,
+    let session = SessionOptions {
         op,
-        catalog: &catalog,
-        cache: compile::Cache::new(),
-        bars: &bars,
-        opts,
+        run: opts,
+        strategy: args.strategy.clone(),
+        seed: args.seed,
+        time_limit: args.time,
         journal_dir,
-        db_path,
-        stop,
+        db: db_path,
+        save: !args.no_save,
         shard,
+    };
+    let printer = Printer {
+        op,
+        bars: &bars,
+        json: args.json,
+        top: args.top,
+    };
+    let cache = nvrtc::Cache::new();
+    let tune_on = |d: usize, part: &[Shape]| {
+        session::tune_shapes(d, part, &catalog, &cache, &session, &printer)
+            .map_err(anyhow::Error::from)
     };
     // The suite's shapes are spread over the GPUs (balanced by work); every GPU shares the
     // compile caches.
-    let outcomes: Vec<Result<DeviceOutcome>> = if devices.len() == 1 {
-        vec![ctx.tune_on(devices[0], &shapes)]
+    let outcomes: Vec<Result<SessionOutcome>> = if devices.len() == 1 {
+        vec![tune_on(devices[0], &shapes)]
     } else {
         let parts = shard::balance(op, &shapes, devices.len());
         std::thread::scope(|scope| {
@@ -199,8 +212,8 @@ pub(super) fn run(args: &Args) -> Result<()> {
                 .zip(&parts)
                 .filter(|(_, part)| !part.is_empty())
                 .map(|(&d, part)| {
-                    let ctx = &ctx;
-                    scope.spawn(move || ctx.tune_on(d, part))
+                    let tune_on = &tune_on;
+                    scope.spawn(move || tune_on(d, part))
                 })
                 .collect();
             handles
@@ -226,7 +239,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
                     }
                 }
             }
-            Err(e) => errors.push(format!("{e:#}")),
+            Err(e) => errors.push(super::advice::advise(e, super::advice::DbArg::Db)),
         }
     }
     if args.suite.is_some() {
@@ -244,14 +257,11 @@ pub(super) fn run(args: &Args) -> Result<()> {
                 .with_context(|| format!("writing the summary to {}", path.display()))?;
         }
     }
+    // The errors keep their types, so that main can add the advice for them.
     match errors.len() {
         0 => {}
-        1 => bail!("{}", errors[0]),
-        _ => bail!(
-            "{} devices failed:\n  {}",
-            errors.len(),
-            errors.join("\n  ")
-        ),
+        1 => return Err(errors.remove(0)),
+        _ => return Err(super::advice::DevicesFailed(errors).into()),
     }
     if !lost.is_empty() {
         bail!(
@@ -281,7 +291,7 @@ fn parse_devices(args: &Args) -> Result<Vec<usize>> {
         return Ok(vec![args.device]);
     };
     if list.trim() == "all" {
-        let n = autotune::device::device_count()?;
+        let n = autotune::cuda::device::device_count()?;
         if n <= 0 {
             bail!("--devices all: the driver reports no CUDA device");
         }
@@ -303,190 +313,119 @@ fn parse_devices(args: &Args) -> Result<Vec<usize>> {
     Ok(out)
 }
 
-/// What the tuning of one device's shapes produced.
-struct DeviceOutcome {
-    gpu: Option<GpuRecord>,
-    winners: Vec<Entry>,
-    lost: Vec<String>,
-}
-
-/// Everything the per-device tuning threads share.
-struct RunCtx<'a> {
-    args: &'a Args,
+/// Prints a session's events as the tool always has: progress lines on stderr, each shape's
+/// table (or JSON) on stdout.
+struct Printer<'a> {
     op: Op,
-    catalog: &'a Catalog,
-    cache: compile::Cache,
     bars: &'a Bars,
-    opts: TuneOptions,
-    journal_dir: Option<PathBuf>,
-    db_path: PathBuf,
-    stop: Arc<AtomicBool>,
-    /// The shard of the suite this run tunes, recorded in each entry's `produced_by`.
-    shard: Option<Shard>,
+    json: bool,
+    top: usize,
 }
 
-impl RunCtx<'_> {
-    /// Tunes `shapes` one after another on device `ordinal`, saving each as soon as it is done.
-    fn tune_on(&self, ordinal: usize, shapes: &[Shape]) -> Result<DeviceOutcome> {
-        let (args, op) = (self.args, self.op);
-        let dev = Device::open(ordinal)?;
-        let known = if args.no_save {
-            None
-        } else {
-            Database::load(&self.db_path)?
-                .gpu(&dev.info.name)
-                .and_then(|g| g.copy_bandwidth_gbs)
-        };
-        let bandwidth = match known {
-            Some(b) => b,
-            None => {
-                let b = runner::copy_bandwidth_gbs(&dev)?;
-                eprintln!(
-                    "device {ordinal}: measured device-to-device copy bandwidth: {b:.0} GB/s"
-                );
-                b
-            }
-        };
-        let mut opts = self.opts.clone();
-        let mut out = DeviceOutcome {
-            gpu: None,
-            winners: Vec::new(),
-            lost: Vec::new(),
-        };
-        for (i, &shape) in shapes.iter().enumerate() {
-            eprintln!(
-                "[{}/{}] tuning {op} {} on {} ({}), device {ordinal}",
-                i + 1,
-                shapes.len(),
-                shape.label(op),
-                dev.info.name,
-                dev.info.arch,
-            );
-            opts.journal = self
-                .journal_dir
-                .as_ref()
-                .map(|d| journal::path_for(d, &dev.info.name, op, shape));
-            opts.deadline = args.time.map(|t| std::time::Instant::now() + t);
-            let mut strategy = search::by_name(&args.strategy, args.seed)?;
-            let mut r = tune::tune(
-                &dev,
-                self.catalog,
-                &self.cache,
-                op,
+impl Progress for Printer<'_> {
+    fn start(&self, phase: Phase, total: u64) {
+        self.bars.start(phase, total)
+    }
+    fn step(&self, phase: Phase, message: &str) {
+        self.bars.step(phase, message)
+    }
+    fn finish(&self, phase: Phase) {
+        self.bars.finish(phase)
+    }
+}
+
+impl Observer for Printer<'_> {
+    fn event(&self, event: Event<'_>) {
+        match event {
+            Event::Bandwidth { ordinal, gbs } => eprintln!(
+                "device {ordinal}: measured device-to-device copy bandwidth: {gbs:.0} GB/s"
+            ),
+            Event::Start {
+                index,
+                total,
                 shape,
-                &opts,
-                strategy.as_mut(),
-                self.bars,
-            )?;
-            let ran = r.results.len() - r.resumed;
-            eprintln!(
-                "compile: {} kernel(s) by NVRTC, {:.1} s; benchmark: {} candidate(s) in {:.1} s ({:.1}/s), overlapping",
-                r.compiled_now,
-                r.compile_s,
-                ran,
-                r.bench_s,
-                ran as f64 / r.bench_s.max(1e-9)
-            );
-            if r.resumed > 0 {
+                device,
+            } => {
+                let op = self.op;
                 eprintln!(
-                    "resumed: {} candidate(s) taken from the journal, {ran} run now",
-                    r.resumed
-                );
-            }
-            if r.worker_restarts > 0 {
-                eprintln!(
-                    "{} candidate(s) killed their worker process (fault, hang or crash); each was recorded as failed and a new worker started",
-                    r.worker_restarts
-                );
-            }
-            r.gpu.copy_bandwidth_gbs = Some(bandwidth);
-            for f in &r.families {
-                eprintln!(
-                    "space {}: {} configs, {} valid after pruning",
-                    f.family, f.total, f.valid
-                );
-            }
-            let valid: usize = r.families.iter().map(|f| f.valid).sum();
-            eprintln!(
-                "search: {}, {} of {valid} valid candidate(s) evaluated{}",
-                r.strategy,
-                r.results.len(),
-                if r.partial { " (partial)" } else { "" }
-            );
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
-            } else {
-                print!("{}", report::tune_table(&r, args.top));
-            }
-            let Some(mut entry) = r.to_entry(&tune::utc_now_rfc3339()) else {
-                eprintln!(
-                    "no candidate validated for {op} {}: every one of {} failed (reasons above); nothing recorded",
+                    "[{}/{total}] tuning {op} {} on {} ({}), device {}",
+                    index + 1,
                     shape.label(op),
-                    r.results.len()
-                );
-                out.lost.push(shape.label(op));
-                continue;
-            };
-            entry.produced_by = Some(Producer {
-                host: autotune::db::this_host(),
-                device: ordinal as u32,
-                pci_bus_id: dev.info.pci_bus_id.clone(),
-                uuid: dev.info.uuid.clone(),
-                shard: self.shard.map(|s| s.to_string()),
-            });
-            // The previous winner of this GPU x op x shape (for the reproducibility line) is read
-            // from the database as the save finds it, under its lock: one load, not two.
-            // Each shape is saved as soon as it is tuned: an interrupted suite keeps what it
-            // did. The file lock lets the other devices' threads and processes write too.
-            let previous = if args.no_save {
-                Database::load(&self.db_path)
-                    .ok()
-                    .and_then(|db| db.get(&r.gpu.name, op, shape).cloned())
-            } else {
-                let (g, e) = (r.gpu.clone(), entry.clone());
-                let mut before = None;
-                Database::update_file(&self.db_path, |db| {
-                    before = db.get(&g.name, op, shape).cloned();
-                    db.upsert_gpu(g);
-                    db.upsert(e);
-                    Ok(())
-                })?;
-                eprintln!(
-                    "wrote {} ({} {})",
-                    self.db_path.display(),
-                    op,
-                    shape.label(op)
-                );
-                before
-            };
-            if let Some(p) = previous {
-                eprintln!("{}", autotune::recheck::log_line(&p, &r));
+                    device.info.name,
+                    device.info.arch,
+                    device.info.ordinal,
+                )
             }
-            out.gpu = Some(r.gpu.clone());
-            out.winners.push(entry);
-            if r.partial && !self.stop.load(Ordering::SeqCst) {
-                // The --time limit, not an interrupt: go on with the next shape.
-                eprintln!(
-                    "time limit reached for {op} {} after {} candidate(s) ({}): the best so far was recorded, marked partial; --resume with a longer --time continues it",
-                    shape.label(op),
-                    r.results.len(),
-                    r.strategy
-                );
-            } else if r.partial {
-                let journal = r
-                    .journal
-                    .as_ref()
-                    .map_or(String::new(), |j| format!(" (journal {})", j.display()));
-                bail!(
-                    "interrupted: the best so far for {op} {} was recorded, marked partial; run the same command with --resume to finish it{journal}",
-                    shape.label(op)
-                );
+            Event::Tuned(r) => self.tuned(r),
+            Event::NothingValid { shape, tried } => eprintln!(
+                "no candidate validated for {}: every one of {tried} failed (reasons above); nothing recorded",
+                self.what(shape)
+            ),
+            Event::Saved { path, shape } => {
+                eprintln!("wrote {} ({})", path.display(), self.what(shape))
             }
-            if self.stop.load(Ordering::SeqCst) {
-                bail!("interrupted between shapes: the shapes tuned so far were recorded");
-            }
+            Event::Recheck(line) => eprintln!("{line}"),
+            Event::TimeLimit {
+                shape,
+                tried,
+                strategy,
+            } => eprintln!(
+                "time limit reached for {} after {tried} candidate(s) ({strategy}): the best so far was recorded, marked partial; --resume with a longer --time continues it",
+                self.what(shape)
+            ),
         }
-        Ok(out)
+    }
+}
+
+impl Printer<'_> {
+    /// `gemm 2048x2048x2048`.
+    fn what(&self, shape: Shape) -> String {
+        format!("{} {}", self.op, shape.label(self.op))
+    }
+
+    fn tuned(&self, r: &TuneReport) {
+        let ran = r.results.len() - r.resumed;
+        eprintln!(
+            "compile: {} kernel(s) by NVRTC, {:.1} s; benchmark: {} candidate(s) in {:.1} s ({:.1}/s), overlapping",
+            r.compiled_now,
+            r.compile_s,
+            ran,
+            r.bench_s,
+            ran as f64 / r.bench_s.max(1e-9)
+        );
+        if r.resumed > 0 {
+            eprintln!(
+                "resumed: {} candidate(s) taken from the journal, {ran} run now",
+                r.resumed
+            );
+        }
+        if r.worker_restarts > 0 {
+            eprintln!(
+                "{} candidate(s) killed their worker process (fault, hang or crash); each was recorded as failed and a new worker started",
+                r.worker_restarts
+            );
+        }
+        for f in &r.families {
+            eprintln!(
+                "space {}: {} configs, {} valid after pruning",
+                f.family, f.total, f.valid
+            );
+        }
+        let valid: usize = r.families.iter().map(|f| f.valid).sum();
+        eprintln!(
+            "search: {}, {} of {valid} valid candidate(s) evaluated{}",
+            r.strategy,
+            r.results.len(),
+            if r.partial { " (partial)" } else { "" }
+        );
+        if self.json {
+            match serde_json::to_string_pretty(r) {
+                Ok(j) => println!("{j}"),
+                Err(e) => eprintln!("could not write the report as JSON: {e}"),
+            }
+        } else {
+            print!("{}", report::tune_table(r, self.top));
+        }
     }
 }
 
@@ -548,4 +487,14 @@ fn catalog(args: &Args) -> Result<Catalog> {
             .with_context(|| format!("loading kernel families from {}", dir.display()))?,
         None => Catalog::builtin().context("loading the built-in kernel families")?,
     })
+}
+
+/// Worker processes run this executable (`autotune __worker`); `None` with --in-process.
+pub(super) fn worker_settings(in_process: bool) -> Result<Option<WorkerSettings>> {
+    if in_process {
+        return Ok(None);
+    }
+    let exe = std::env::current_exe()
+        .context("finding this executable to start benchmark workers (or pass --in-process)")?;
+    Ok(Some(WorkerSettings::new(exe)))
 }

@@ -5,8 +5,8 @@
 //! Labels are placed by hand (shape names centred under their group, values above their bar)
 //! because plotters' automatic label placement does not know about groups of bars.
 
-use super::compare::{short_gpu_name, Cell, Comparison};
-use crate::shape::Op;
+use super::gpus::{short_gpu_name, Cell, Comparison};
+use crate::problem::Op;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
@@ -450,13 +450,13 @@ pub fn report(comparisons: &[Comparison], source: &str) -> Result<Vec<ReportFile
 mod tests {
     use super::*;
     use crate::db::Database;
-    use crate::report::compare::{compare, resolve_gpus};
+    use crate::report::gpus::{compare_gpus, resolve_gpus};
 
     fn comparison(op: Op) -> Comparison {
         let db =
             Database::from_toml_str(include_str!("../../tests/data/h200-db.toml"), "h200").unwrap();
         let gpus = resolve_gpus(&db, "h200", &[]).unwrap();
-        compare(&db, op, &gpus, None)
+        compare_gpus(&db, op, &gpus, None)
     }
 
     #[test]
@@ -506,7 +506,7 @@ mod tests {
     #[test]
     fn empty_comparison_is_an_error() {
         let db = Database::new();
-        let c = compare(&db, Op::Gemm, &["X".to_string()], None);
+        let c = compare_gpus(&db, Op::Gemm, &["X".to_string()], None);
         assert_eq!(throughput_svg(&c), Err(ChartError::Empty { op: Op::Gemm }));
     }
 

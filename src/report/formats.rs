@@ -2,9 +2,10 @@
 //! database's own records, lossless) and T4, the autotuning results format of Kernel Tuner and
 //! KTT (schema `T4/1.0.0/results-schema.json`, a copy of which is in `tests/data/t4/`).
 
+use super::Table;
 use crate::db::{Database, Entry, GpuRecord, Producer, SCHEMA_VERSION};
-use crate::shape::Op;
-use crate::space::params_label;
+use crate::family::space::params_label;
+use crate::problem::Op;
 use serde::{Deserialize, Serialize};
 use std::fmt::Write as _;
 
@@ -54,7 +55,8 @@ pub fn select<'a>(
 /// entry's `produced_by` in the last columns: `host`, `device`, `pci_bus_id`, `gpu_uuid`,
 /// `shard` (empty when not recorded).
 pub fn entries_csv(entries: &[&Entry]) -> String {
-    let mut out = format!("{ENTRIES_CSV_HEADER}\n");
+    let header: Vec<&str> = ENTRIES_CSV_HEADER.split(',').collect();
+    let mut t = Table::new(&header, &[]);
     for e in entries {
         let also = e
             .also_measured
@@ -73,7 +75,7 @@ pub fn entries_csv(entries: &[&Entry]) -> String {
             .join("; ");
         let by = e.produced_by.as_ref();
         let text = |f: fn(&Producer) -> Option<String>| by.and_then(f).unwrap_or_default();
-        let fields = [
+        t.row(vec![
             e.gpu.clone(),
             e.op.name().to_string(),
             e.shape.clone(),
@@ -107,11 +109,9 @@ pub fn entries_csv(entries: &[&Entry]) -> String {
             text(|p| p.pci_bus_id.clone()),
             text(|p| p.uuid.clone()),
             text(|p| p.shard.clone()),
-        ];
-        let line: Vec<String> = fields.iter().map(|f| csv_field(f)).collect();
-        let _ = writeln!(out, "{}", line.join(","));
+        ]);
     }
-    out
+    t.csv()
 }
 
 /// What [`entries_json`] writes: the database's own records, so it reads back losslessly.

@@ -2,68 +2,22 @@
 //! never opens a GPU.
 //!
 //! - this file: text tables of a tuning run, a dry run and a suite;
+//! - [`table`]: the one table renderer ([`Table`]: aligned text, Markdown, CSV) they all use;
 //! - [`compare`]: one op's shapes side by side on several GPUs, with geometric-mean summaries;
 //! - [`chart`]: SVG bar charts of a comparison, and the Markdown report that shows them;
 //! - [`formats`]: every database entry as CSV, JSON or the T4 autotuning results format.
 
 pub mod chart;
-pub mod compare;
 pub mod formats;
+pub mod gpus;
+pub mod table;
 
-use crate::shape::Op;
-use crate::space::params_label;
-use crate::tune::{DryRunReport, TuneReport};
+pub use table::{Align, Table};
+
+use crate::family::space::params_label;
+use crate::problem::Op;
+use crate::tuning::outcome::{DryRunReport, TuneReport};
 use std::fmt::Write;
-
-/// A plain text table with right-aligned numeric columns.
-#[derive(Debug, Clone, Default)]
-pub struct Table {
-    header: Vec<String>,
-    rows: Vec<Vec<String>>,
-    left: Vec<bool>,
-}
-
-impl Table {
-    /// A table with these column names; `left` marks left-aligned (text) columns.
-    pub fn new(header: &[&str], left: &[bool]) -> Table {
-        Table {
-            header: header.iter().map(|s| s.to_string()).collect(),
-            rows: Vec::new(),
-            left: left.to_vec(),
-        }
-    }
-
-    /// Adds a row.
-    pub fn row(&mut self, cells: Vec<String>) {
-        self.rows.push(cells);
-    }
-
-    /// Renders with two spaces between columns.
-    pub fn render(&self) -> String {
-        let cols = self.header.len();
-        let mut width = vec![0; cols];
-        for r in std::iter::once(&self.header).chain(&self.rows) {
-            for (i, c) in r.iter().enumerate().take(cols) {
-                width[i] = width[i].max(c.chars().count());
-            }
-        }
-        let mut out = String::new();
-        for r in std::iter::once(&self.header).chain(&self.rows) {
-            let line: Vec<String> = (0..cols)
-                .map(|i| {
-                    let c = r.get(i).map(String::as_str).unwrap_or("");
-                    if self.left.get(i).copied().unwrap_or(false) {
-                        format!("{c:<w$}", w = width[i])
-                    } else {
-                        format!("{c:>w$}", w = width[i])
-                    }
-                })
-                .collect();
-            let _ = writeln!(out, "{}", line.join("  ").trim_end());
-        }
-        out
-    }
-}
 
 /// The geometric mean of `values`; `None` when there are none or one is not positive (a
 /// ratio of zero or a negative time means a broken measurement, not a slow one).
@@ -87,12 +41,16 @@ pub fn unit(op: Op) -> &'static str {
     }
 }
 
-/// The top `top` configs of a run, with cuBLAS, as a table, then the failure summary.
-pub fn tune_table(r: &TuneReport, top: usize) -> String {
-    let peak = match r.op {
+/// The header of the "% of peak" column of `op`: FP32 peak for gemm, copy bandwidth for gemv.
+pub fn peak_header(op: Op) -> &'static str {
+    match op {
         Op::Gemm => "% FP32 peak",
         Op::Gemv => "% copy BW",
-    };
+    }
+}
+
+/// The top `top` configs of a run, with cuBLAS, as a table, then the failure summary.
+pub fn tune_table(r: &TuneReport, top: usize) -> String {
     let mut t = Table::new(
         &[
             "#",
@@ -103,7 +61,7 @@ pub fn tune_table(r: &TuneReport, top: usize) -> String {
             "spread %",
             unit(r.op),
             "x cuBLAS",
-            peak,
+            peak_header(r.op),
         ],
         &[false, true, true],
     );
@@ -208,9 +166,9 @@ pub fn dry_run_table(r: &DryRunReport) -> String {
 /// The winners of a suite as a Markdown table (readable in a terminal too), with the geometric
 /// mean of the ratios to cuBLAS.
 pub fn suite_markdown(op: Op, gpu: &crate::db::GpuRecord, entries: &[&crate::db::Entry]) -> String {
-    let (unit, peak) = match op {
-        Op::Gemm => ("TFLOP/s", "% FP32 peak"),
-        Op::Gemv => ("GB/s", "% copy BW"),
+    let unit = match op {
+        Op::Gemm => "TFLOP/s",
+        Op::Gemv => "GB/s",
     };
     let mut out = format!(
         "{op} suite on {} ({}, {} SMs; FP32 peak {:.1} TFLOP/s{})\n\n",
@@ -222,39 +180,45 @@ pub fn suite_markdown(op: Op, gpu: &crate::db::GpuRecord, entries: &[&crate::db:
             .map(|b| format!(", copy bandwidth {b:.0} GB/s"))
             .unwrap_or_default()
     );
-    let _ = writeln!(
-        out,
-        "| shape | family | params | ms | {unit} | cuBLAS ms | x cuBLAS | {peak} | tried/failed |"
+    let mut t = Table::new(
+        &[
+            "shape",
+            "family",
+            "params",
+            "ms",
+            unit,
+            "cuBLAS ms",
+            "x cuBLAS",
+            peak_header(op),
+            "tried/failed",
+        ],
+        &[true, true, true],
     );
-    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|");
-    let mut log_sum = 0.0;
     for e in entries {
         let thr = match op {
             Op::Gemm => e.gflops / 1e3,
             Op::Gemv => e.gbs,
         };
-        let _ = writeln!(
-            out,
-            "| {} | {} | {} | {:.4} | {:.1} | {:.4} | {:.3} | {:.1} | {}/{} |",
-            e.shape,
-            e.family,
+        t.row(vec![
+            e.shape.clone(),
+            e.family.clone(),
             params_label(&e.params),
-            e.median_ms,
-            thr,
-            e.cublas_median_ms,
-            e.vs_cublas,
-            e.pct_of_peak,
-            e.tried,
-            e.failed
-        );
-        log_sum += e.vs_cublas.ln();
+            format!("{:.4}", e.median_ms),
+            format!("{thr:.1}"),
+            format!("{:.4}", e.cublas_median_ms),
+            format!("{:.3}", e.vs_cublas),
+            format!("{:.1}", e.pct_of_peak),
+            format!("{}/{}", e.tried, e.failed),
+        ]);
     }
+    out.push_str(&t.markdown());
     if !entries.is_empty() {
+        let mean = geomean(entries.iter().map(|e| e.vs_cublas));
         let _ = writeln!(
             out,
-            "\ngeometric mean x cuBLAS over {} shapes: {:.3}",
+            "\ngeometric mean x cuBLAS over {} shapes: {}",
             entries.len(),
-            (log_sum / entries.len() as f64).exp()
+            mean.map_or_else(|| "-".to_string(), |g| format!("{g:.3}"))
         );
     }
     out
@@ -271,13 +235,5 @@ mod tests {
         assert!((geomean([0.5, 2.0]).unwrap() - 1.0).abs() < 1e-12);
         assert_eq!(geomean([1.0, 0.0]), None);
         assert_eq!(geomean([1.0, f64::NAN]), None);
-    }
-
-    #[test]
-    fn table_aligns_columns() {
-        let mut t = Table::new(&["name", "ms"], &[true, false]);
-        t.row(vec!["a".into(), "1.5".into()]);
-        t.row(vec!["longer".into(), "10.25".into()]);
-        assert_eq!(t.render(), "name       ms\na         1.5\nlonger  10.25\n");
     }
 }

@@ -1,6 +1,6 @@
 //! Search strategies: which candidate to evaluate next, given what was measured so far.
 //! Pure: the evaluation is a closure, so strategies are tested (and replayed from recorded
-//! journals, see [`crate::simulate`]) without a GPU.
+//! journals, see [`crate::tuning::replay`]) without a GPU.
 //!
 //! A strategy sees the whole candidate list ([`Candidate`]: family, parameters and an optional
 //! model estimate) and every [`Trial`] so far, and proposes the next index. [`run`] drives it
@@ -50,7 +50,7 @@ pub struct Candidate {
     pub family: String,
     /// Its parameter values, by name. Neighbours differ in one of them.
     pub params: BTreeMap<String, i64>,
-    /// The analytic model's estimate of its time in milliseconds ([`crate::model`]), when
+    /// The analytic model's estimate of its time in milliseconds ([`crate::tuning::model`]), when
     /// one could be made. Only its order matters.
     pub estimate_ms: Option<f64>,
 }

@@ -1,13 +1,18 @@
-//! What the integration tests share: running the `autotune` binary and checking its one-line
-//! errors, the probes that decide whether a test can run on this machine (a GPU, NVRTC, or
-//! their absence) with the variables that turn a skip into a failure, and database fixtures.
+//! What the integration tests share: running the `autotune` binary and checking its `Error:`
+//! (and `hint:`) lines, the probes that decide whether a test can run on this machine (a GPU,
+//! NVRTC, or their absence) with the variables that turn a skip into a failure, and database
+//! and journal fixtures.
 //!
 //! Each test binary includes this with `mod common;` and uses part of it, hence the
 //! `dead_code` allowance.
 #![allow(dead_code)]
 
-use autotune::db::{Entry, GpuRecord};
-use autotune::shape::{Op, Shape};
+use autotune::db::{Database, Entry, GpuRecord};
+use autotune::family::catalog::Catalog;
+use autotune::measure::outcome::{Failure, Measured};
+use autotune::measure::timing::{Stats, TimingSettings};
+use autotune::problem::{Op, Shape};
+use autotune::tuning::journal::{CandidateRecord, Header, Record, Writer, JOURNAL_VERSION};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -93,9 +98,10 @@ pub fn ok(args: &[&str]) -> String {
     r.stdout
 }
 
-/// Whether `r` is autotune's report of a failure: exit code 1, no panic, and exactly one line
-/// on stderr, `Error: ...`, containing every one of `needles`. Returns that line, or what is
-/// wrong (with the run's context). Says nothing of stdout: see [`check_error`].
+/// Whether `r` is autotune's report of a failure: exit code 1, no panic, and on stderr one
+/// `Error: ...` line, maybe followed by one `hint: ...` line (the advice that names flags),
+/// which together contain every one of `needles`. Returns those lines, or what is wrong (with
+/// the run's context). Says nothing of stdout: see [`check_error`].
 pub fn error_line(r: &Run, needles: &[&str]) -> Result<String, String> {
     let fail = |what: String| Err(format!("{what}: {}", r.context()));
     if r.stderr.contains("panicked") || r.stderr.contains("internal failure") {
@@ -105,21 +111,19 @@ pub fn error_line(r: &Run, needles: &[&str]) -> Result<String, String> {
         return fail("expected exit code 1".into());
     }
     let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    if lines.len() != 1 {
-        return fail(format!(
-            "expected exactly one line on stderr, got {}",
-            lines.len()
-        ));
+    let hint_ok = lines.len() == 1 || (lines.len() == 2 && lines[1].starts_with("hint: "));
+    if !hint_ok {
+        return fail("expected one `Error: ...` line and at most a `hint: ...` line".into());
     }
-    let line = lines[0];
-    if !line.starts_with("Error: ") {
+    if !lines[0].starts_with("Error: ") {
         return fail("expected `Error: ...`".into());
     }
-    let missing: Vec<&&str> = needles.iter().filter(|n| !line.contains(**n)).collect();
+    let text = lines.join("\n");
+    let missing: Vec<&&str> = needles.iter().filter(|n| !text.contains(**n)).collect();
     if !missing.is_empty() {
-        return fail(format!("expected {missing:?} in the error"));
+        return fail(format!("expected {missing:?} in the error or its hint"));
     }
-    Ok(line.to_string())
+    Ok(text)
 }
 
 /// [`error_line`], and nothing on stdout.
@@ -150,8 +154,9 @@ pub fn check_usage(r: &Run, needles: &[&str]) -> Result<(), String> {
     Ok(())
 }
 
-/// Runs `autotune args` and asserts [`check_error`]: exit code 1, one `Error: ...` line holding
-/// every one of `needles`, nothing on stdout, no panic. Returns the line.
+/// Runs `autotune args` and asserts [`check_error`]: exit code 1, one `Error: ...` line (and at
+/// most a `hint: ...` line) holding every one of `needles`, nothing on stdout, no panic.
+/// Returns those lines.
 pub fn fails_with(args: &[&str], needles: &[&str]) -> String {
     check_error(&run(args), needles).unwrap_or_else(|e| panic!("{e}"))
 }
@@ -289,7 +294,22 @@ pub fn nvrtc_dir(var: &str) -> Option<PathBuf> {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Database fixtures
+// Database and journal fixtures
+
+/// The committed H200 database ([`H200_DB`]) as TOML text, with every entry's checksum set to
+/// this build's, so that lookups treat its entries as current whatever the templates' history.
+pub fn current_h200_db() -> String {
+    let catalog = Catalog::builtin().expect("the built-in families load");
+    let mut db = Database::load(Path::new(H200_DB)).expect("the committed database loads");
+    for e in &mut db.entries {
+        e.checksum = catalog
+            .get(&e.family)
+            .unwrap_or_else(|err| panic!("{err}"))
+            .checksum
+            .clone();
+    }
+    db.to_toml_string().expect("the database serialises")
+}
 
 /// A GPU record for `name` with an H100's figures.
 pub fn gpu_record(name: &str) -> GpuRecord {
@@ -363,4 +383,52 @@ pub fn entry(gpu: &str, op: Op, shape: &str) -> Entry {
         produced_by: None,
         also_measured: Vec::new(),
     }
+}
+
+/// The header of a journal of a gemm 256x256x256 run on `gpu`, with an H100's arch and SM
+/// count; tests change fields with struct update syntax.
+pub fn journal_header(gpu: &str) -> Header {
+    Header {
+        journal: JOURNAL_VERSION,
+        gpu: gpu.into(),
+        op: Op::Gemm,
+        shape: Shape {
+            m: 256,
+            n: 256,
+            k: 256,
+        },
+        seed: 1,
+        timing: TimingSettings::quick(),
+        tool_version: "test".into(),
+        arch: Some("sm_90".into()),
+        sms: Some(132),
+    }
+}
+
+/// Writes a finished journal at `path` under `header`: for each of `outcomes` in turn (a time in
+/// milliseconds, or a failure), candidate `toy_X<x>` of the family `toy` with parameter X = x.
+pub fn write_toy_journal(
+    path: &Path,
+    header: &Header,
+    outcomes: impl IntoIterator<Item = Result<f64, Failure>>,
+) {
+    let mut w = Writer::create(path, header).expect("creating the journal");
+    for (x, outcome) in (0i64..).zip(outcomes) {
+        let outcome = outcome.map(|ms| Measured {
+            stats: Stats::from_samples(&[ms, ms, ms]).unwrap(),
+            max_rel_error: 1e-7,
+            registers: 40,
+            local_bytes: 0,
+        });
+        w.record(&Record::Candidate(CandidateRecord {
+            family: "toy".into(),
+            kernel: format!("toy_X{x}"),
+            params: [("X".to_string(), x)].into_iter().collect(),
+            checksum: "c".into(),
+            outcome,
+        }))
+        .expect("writing a candidate");
+    }
+    w.record(&Record::End { partial: false })
+        .expect("writing the end");
 }

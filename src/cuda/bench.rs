@@ -1,0 +1,709 @@
+//! Loads, validates and times candidates on a GPU, and times cuBLAS the same way in the same
+//! process as the baseline.
+//!
+//! A [`Bench`] owns one problem: random inputs (seeded), the output buffer, the float64
+//! reference and an L2-flush buffer. Every timed sample is: flush L2, record a start event,
+//! (zero the output if the family needs it,) launch, record an end event. All samples are
+//! queued before one synchronisation, so host launch overhead never shows in the numbers.
+
+use crate::cuda::device::{Device, DeviceError, DriverContext};
+use crate::cuda::nvrtc::Compiled;
+use crate::family::space::Launch;
+use crate::measure::outcome::{Failure, Measured, Stage};
+use crate::measure::timing::{Stats, TimingSettings};
+use crate::measure::verify;
+use crate::problem::{Op, Shape};
+use cudarc::cublas::sys::{cublasMath_t, cublasOperation_t};
+use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{
+    CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, CudaViewMut, DevicePtrMut,
+    LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+use std::sync::Arc;
+
+/// Largest `M*N*K` whose GEMM reference is computed on the CPU; larger ones use cuBLAS DGEMM.
+const CPU_REFERENCE_MAX_MACS: u64 = 1 << 27;
+
+/// Floats of guard region before and after the output buffer (64 KiB each): a kernel that
+/// writes out of bounds changes them and fails validation instead of silently corrupting
+/// memory another buffer owns.
+const GUARD: usize = 16 * 1024;
+
+/// The guard regions' bit pattern: a signalling NaN no kernel computes by accident.
+const CANARY: u32 = 0x7FA5_A5A5;
+
+/// Why the bench as a whole cannot go on (as opposed to one candidate failing).
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The GPU could not be used.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// libcublas could not be loaded.
+    #[error("the cuBLAS library (libcublas.so) was not found: it is the baseline every result is compared with; install the CUDA toolkit's cuBLAS (or `pip install nvidia-cublas`) and put its lib directory on LD_LIBRARY_PATH")]
+    NoCublas,
+    /// A cuBLAS call failed.
+    #[error("cuBLAS {what} failed: {message}")]
+    Cublas {
+        /// The call.
+        what: &'static str,
+        /// Its status.
+        message: String,
+    },
+    /// The problem does not fit the device's memory.
+    #[error("shape {shape} needs {need_mib} MiB of device memory (inputs, output, reference and L2 flush buffer) but device {ordinal} has {free_mib} MiB free")]
+    TooLarge {
+        /// The shape's label.
+        shape: String,
+        /// What it needs.
+        need_mib: u64,
+        /// What is free.
+        free_mib: u64,
+        /// The device.
+        ordinal: usize,
+    },
+    /// cuBLAS itself disagreed with the reference: the reference or the buffers are wrong.
+    #[error("cuBLAS's result failed validation ({0}): the reference is not trustworthy, so no result would be")]
+    BaselineInvalid(String),
+    /// Events gave no usable time (a driver problem; try again).
+    #[error("measurement failed: {0}")]
+    Measurement(String),
+    /// A worker process could not be started or set up (see [`crate::cuda::isolate`]).
+    #[error("the benchmark worker failed: {0}")]
+    Worker(String),
+    /// A kernel broke the CUDA context (e.g. an illegal address): nothing more can run in
+    /// this process.
+    #[error(
+        "kernel {kernel} broke the CUDA context ({reason}); results so far are lost for this run"
+    )]
+    ContextLost {
+        /// The kernel.
+        kernel: String,
+        /// The driver's error.
+        reason: String,
+    },
+}
+
+/// A kernel loaded into the context, ready to launch.
+pub struct Loaded {
+    func: CudaFunction,
+    launch: Launch,
+    name: String,
+    registers: i32,
+    local_bytes: i32,
+}
+
+impl Loaded {
+    /// The kernel name.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+enum Work<'k> {
+    Cublas,
+    Kernel(&'k Loaded),
+}
+
+/// One problem on one GPU: inputs, output, reference, baseline.
+pub struct Bench<'d> {
+    dev: &'d Device,
+    op: Op,
+    shape: Shape,
+    a: CudaSlice<f32>,
+    b: CudaSlice<f32>,
+    /// The output with [`GUARD`] canary floats on each side; kernels see the middle.
+    out: CudaSlice<f32>,
+    flush: Option<CudaSlice<u8>>,
+    reference: Vec<f64>,
+    bound: Vec<f64>,
+    blas: CudaBlas,
+    events: Vec<(CudaEvent, CudaEvent)>,
+    settings: TimingSettings,
+    seed: u64,
+    tolerance: f64,
+}
+
+fn blas_err(what: &'static str) -> impl Fn(cudarc::cublas::result::CublasError) -> RunError {
+    move |e| RunError::Cublas {
+        what,
+        message: format!("{e:?}"),
+    }
+}
+
+impl<'d> Bench<'d> {
+    /// Bytes of device memory a bench for `op` on `shape` needs on `dev`.
+    pub fn memory_needed(dev: &Device, op: Op, shape: Shape) -> u64 {
+        let buffers = shape.buffer_bytes(op);
+        let flush = 2 * dev.info.l2_bytes;
+        let gpu_ref = if op == Op::Gemm && shape.m * shape.n * shape.k > CPU_REFERENCE_MAX_MACS {
+            2 * buffers
+        } else {
+            0
+        };
+        buffers + flush + gpu_ref + (64 << 20)
+    }
+
+    /// Fails with [`RunError::TooLarge`] when a bench for `op` on `shape` cannot fit in the
+    /// device's free memory.
+    pub fn check_fits(dev: &Device, op: Op, shape: Shape) -> Result<(), RunError> {
+        let need = Self::memory_needed(dev, op, shape);
+        let free = dev.free_memory()?;
+        if need > free {
+            return Err(RunError::TooLarge {
+                shape: shape.label(op),
+                need_mib: need >> 20,
+                free_mib: free >> 20,
+                ordinal: dev.info.ordinal,
+            });
+        }
+        Ok(())
+    }
+
+    /// Allocates and fills the problem, computes the reference. `seed` picks the inputs.
+    pub fn new(
+        dev: &'d Device,
+        op: Op,
+        shape: Shape,
+        seed: u64,
+        settings: TimingSettings,
+    ) -> Result<Bench<'d>, RunError> {
+        Self::check_fits(dev, op, shape)?;
+        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
+            return Err(RunError::NoCublas);
+        }
+        let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+        let a_host = verify::random_values(m * k, seed, 0);
+        let b_host = verify::random_values(k * n, seed, 1);
+        let s = &dev.stream;
+        let a = s.clone_htod(&a_host).during("uploading A")?;
+        let b = s.clone_htod(&b_host).during("uploading B")?;
+        let mut canaries = vec![f32::from_bits(CANARY); m * n + 2 * GUARD];
+        canaries[GUARD..GUARD + m * n].fill(0.0);
+        let out = s.clone_htod(&canaries).during("allocating the output")?;
+        let flush = if settings.flush_l2 && dev.info.l2_bytes > 0 {
+            Some(
+                s.alloc_zeros::<u8>(2 * dev.info.l2_bytes as usize)
+                    .during("allocating the L2 flush buffer")?,
+            )
+        } else {
+            None
+        };
+        let blas = CudaBlas::new(s.clone()).map_err(blas_err("handle creation"))?;
+        // Plain FP32 for the baseline: no TF32 tensor-core shortcuts.
+        // SAFETY: the handle is live; the mode is a valid enum value.
+        let rc = unsafe {
+            cudarc::cublas::sys::cublasSetMathMode(
+                *blas.handle(),
+                cublasMath_t::CUBLAS_DEFAULT_MATH,
+            )
+        };
+        if rc != cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+            return Err(RunError::Cublas {
+                what: "cublasSetMathMode",
+                message: format!("{rc:?}"),
+            });
+        }
+        let (reference, bound) = match op {
+            Op::Gemv => verify::gemv_reference(m, k, &a_host, &b_host),
+            Op::Gemm if shape.m * shape.n * shape.k <= CPU_REFERENCE_MAX_MACS => {
+                verify::gemm_reference(m, n, k, &a_host, &b_host)
+            }
+            Op::Gemm => gpu_dgemm_reference(dev, &blas, shape, &a_host, &b_host)?,
+        };
+        let mut events = Vec::new();
+        for _ in 0..settings.max_samples.max(settings.min_samples).max(1) {
+            let ev = || {
+                dev.ctx
+                    .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+                    .during("creating events")
+            };
+            events.push((ev()?, ev()?));
+        }
+        Ok(Bench {
+            dev,
+            op,
+            shape,
+            a,
+            b,
+            out,
+            flush,
+            reference,
+            bound,
+            blas,
+            events,
+            settings,
+            seed,
+            tolerance: verify::tolerance(shape.k),
+        })
+    }
+
+    /// The seed of the inputs.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+
+    /// The tolerance validation applies.
+    pub fn tolerance(&self) -> f64 {
+        self.tolerance
+    }
+
+    /// Loads a compiled kernel and prepares its launch.
+    pub fn load(&self, compiled: &Compiled, launch: Launch) -> Result<Loaded, Failure> {
+        self.load_cubin(&compiled.kernel_name, &compiled.cubin, launch)
+    }
+
+    /// Loads kernel `name` from `cubin` and prepares its launch.
+    pub fn load_cubin(&self, name: &str, cubin: &[u8], launch: Launch) -> Result<Loaded, Failure> {
+        let fail = |reason: String| Failure {
+            stage: Stage::Load,
+            reason,
+        };
+        let func =
+            load_function(&self.dev.ctx, cubin, name, launch.dynamic_shared_bytes).map_err(fail)?;
+        Ok(Loaded {
+            registers: func.num_regs().unwrap_or(-1),
+            local_bytes: func.local_size_bytes().unwrap_or(-1),
+            name: name.to_string(),
+            func,
+            launch,
+        })
+    }
+
+    fn flush_l2(&mut self) -> Result<(), RunError> {
+        if let Some(f) = self.flush.as_mut() {
+            self.dev.stream.memset_zeros(f).during("flushing L2")?;
+        }
+        Ok(())
+    }
+
+    fn enqueue(&mut self, work: &Work) -> Result<(), String> {
+        let len = self.out.len() - 2 * GUARD;
+        let mut out = self.out.slice_mut(GUARD..GUARD + len);
+        match work {
+            // SAFETY (both calls): a, b and out were allocated for this shape.
+            Work::Cublas => match self.op {
+                Op::Gemm => unsafe {
+                    self.blas.gemm(
+                        row_major_gemm(self.shape, 1.0f32),
+                        &self.b,
+                        &self.a,
+                        &mut out,
+                    )
+                },
+                Op::Gemv => unsafe {
+                    self.blas
+                        .gemv(row_major_gemv(self.shape), &self.a, &self.b, &mut out)
+                },
+            }
+            .map_err(|e| format!("cuBLAS: {e:?}")),
+            Work::Kernel(kern) => launch(
+                &self.dev.stream,
+                &kern.func,
+                kern.launch,
+                self.op,
+                self.shape,
+                &self.a,
+                &self.b,
+                &mut out,
+            ),
+        }
+    }
+
+    /// After a failure: is the context still usable?
+    fn check_context(&self, kernel: &str) -> Result<(), RunError> {
+        self.dev
+            .stream
+            .synchronize()
+            .map_err(|e| RunError::ContextLost {
+                kernel: kernel.to_string(),
+                reason: format!("{e:?}"),
+            })
+    }
+
+    fn validate(&mut self, work: &Work) -> Result<Result<f64, Failure>, RunError> {
+        let name = match work {
+            Work::Cublas => "cuBLAS".to_string(),
+            Work::Kernel(k) => k.name.clone(),
+        };
+        // Poison with NaN (all bits set) so unwritten elements fail.
+        {
+            let s = &self.dev.stream;
+            let len = self.out.len() - 2 * GUARD;
+            let mut out = self.out.slice_mut(GUARD..GUARD + len);
+            let bytes = len * 4;
+            let (ptr, _sync) = out.device_ptr_mut(s);
+            // SAFETY: ptr is a live allocation of `bytes` bytes on this stream.
+            unsafe { cudarc::driver::result::memset_d8_async(ptr, 0xFF, bytes, s.cu_stream()) }
+                .during("poisoning the output")?;
+        }
+        if let Err(reason) = self.enqueue(work) {
+            self.check_context(&name)?;
+            return Ok(Err(Failure {
+                stage: Stage::Launch,
+                reason,
+            }));
+        }
+        if let Err(e) = self.dev.stream.synchronize() {
+            return Err(RunError::ContextLost {
+                kernel: name,
+                reason: format!("{e:?}"),
+            });
+        }
+        let full = self
+            .dev
+            .stream
+            .clone_dtoh(&self.out)
+            .during("downloading the output")?;
+        let (before, rest) = full.split_at(GUARD);
+        let (out, after) = rest.split_at(rest.len() - GUARD);
+        if let Some(f) = guard_violation(before, after) {
+            // Put the canaries back for the next candidate.
+            let mut fresh = full.clone();
+            fresh[..GUARD].fill(f32::from_bits(CANARY));
+            let tail = fresh.len() - GUARD;
+            fresh[tail..].fill(f32::from_bits(CANARY));
+            self.dev
+                .stream
+                .memcpy_htod(&fresh, &mut self.out)
+                .during("restoring the output guards")?;
+            return Ok(Err(f));
+        }
+        let cols = if self.op == Op::Gemm {
+            self.shape.n as usize
+        } else {
+            1
+        };
+        Ok(
+            verify::compare(out, &self.reference, &self.bound, cols, self.tolerance).map_err(|m| {
+                Failure {
+                    stage: Stage::Validate,
+                    reason: m.to_string(),
+                }
+            }),
+        )
+    }
+
+    fn time(
+        &mut self,
+        work: &Work,
+        best_ms: Option<f64>,
+    ) -> Result<Result<Stats, Failure>, RunError> {
+        let name = match work {
+            Work::Cublas => "cuBLAS".to_string(),
+            Work::Kernel(k) => k.name.clone(),
+        };
+        let fail = |reason: String| Failure {
+            stage: Stage::Time,
+            reason,
+        };
+        // Once a candidate has run, clocks are up and the stream is busy: the next candidates
+        // need one untimed launch (module load, first-touch), not the full warm-up.
+        let warmup = if best_ms.is_some() {
+            self.settings.warmup.min(1)
+        } else {
+            self.settings.warmup
+        };
+        for _ in 0..warmup {
+            self.flush_l2()?;
+            if let Err(r) = self.enqueue(work) {
+                self.check_context(&name)?;
+                return Ok(Err(fail(r)));
+            }
+        }
+        // One timed run estimates how many samples fit the budget.
+        self.flush_l2()?;
+        let est = self.sample_batch(work, 1, &name)?;
+        let est = match est {
+            Ok(v) => v[0],
+            Err(f) => return Ok(Err(f)),
+        };
+        let n = self.settings.samples_for_candidate(est, best_ms) as usize;
+        Ok(self
+            .sample_batch(work, n, &name)?
+            .and_then(|v| Stats::from_samples(&v).ok_or_else(|| fail("no valid samples".into()))))
+    }
+
+    fn sample_batch(
+        &mut self,
+        work: &Work,
+        n: usize,
+        name: &str,
+    ) -> Result<Result<Vec<f64>, Failure>, RunError> {
+        let n = n.min(self.events.len());
+        for i in 0..n {
+            self.flush_l2()?;
+            self.events[i]
+                .0
+                .record(&self.dev.stream)
+                .during("recording an event")?;
+            if let Err(reason) = self.enqueue(work) {
+                self.check_context(name)?;
+                return Ok(Err(Failure {
+                    stage: Stage::Time,
+                    reason,
+                }));
+            }
+            self.events[i]
+                .1
+                .record(&self.dev.stream)
+                .during("recording an event")?;
+        }
+        self.check_context(name)?;
+        let mut v = Vec::with_capacity(n);
+        for (s, e) in &self.events[..n] {
+            v.push(s.elapsed_ms(e).during("reading event times")? as f64);
+        }
+        Ok(Ok(v))
+    }
+
+    /// Validates and times cuBLAS: the baseline. A baseline that fails validation means the
+    /// reference is wrong, which stops the run.
+    pub fn baseline(&mut self) -> Result<(Stats, f64), RunError> {
+        let err = match self.validate(&Work::Cublas)? {
+            Ok(e) => e,
+            Err(f) => {
+                return Err(match f.stage {
+                    Stage::Validate => RunError::BaselineInvalid(f.reason),
+                    _ => RunError::Cublas {
+                        what: "baseline",
+                        message: f.reason,
+                    },
+                })
+            }
+        };
+        match self.time(&Work::Cublas, None)? {
+            Ok(stats) => Ok((stats, err)),
+            Err(f) => Err(RunError::Cublas {
+                what: "timing",
+                message: f.reason,
+            }),
+        }
+    }
+
+    /// Validates a loaded kernel without timing it; returns its largest relative error.
+    pub fn check(&mut self, kernel: &Loaded) -> Result<Result<f64, Failure>, RunError> {
+        self.validate(&Work::Kernel(kernel))
+    }
+
+    /// Validates, then times, a loaded kernel. A wrong result is never timed. `best_ms` is the
+    /// best median so far: a candidate far slower gets only a few samples.
+    pub fn evaluate(
+        &mut self,
+        kernel: &Loaded,
+        best_ms: Option<f64>,
+    ) -> Result<Result<Measured, Failure>, RunError> {
+        let work = Work::Kernel(kernel);
+        let err = match self.validate(&work)? {
+            Ok(e) => e,
+            Err(f) => return Ok(Err(f)),
+        };
+        Ok(self.time(&work, best_ms)?.map(|stats| Measured {
+            stats,
+            max_rel_error: err,
+            registers: kernel.registers,
+            local_bytes: kernel.local_bytes,
+        }))
+    }
+}
+
+/// Loads a cubin into `ctx` and looks up `name`, raising the function's dynamic shared memory
+/// limit when it needs more than the default 48 KiB.
+pub fn load_function(
+    ctx: &Arc<CudaContext>,
+    cubin: &[u8],
+    name: &str,
+    dynamic_shared_bytes: u32,
+) -> Result<CudaFunction, String> {
+    let module = ctx
+        .load_module(Ptx::from_binary(cubin.to_vec()))
+        .map_err(|e| format!("module load: {e:?}"))?;
+    let func = module
+        .load_function(name)
+        .map_err(|e| format!("function {name} not found: {e:?}"))?;
+    if dynamic_shared_bytes > 48 * 1024 {
+        func.set_attribute(
+            cudarc::driver::sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            dynamic_shared_bytes as i32,
+        )
+        .map_err(|e| format!("raising the dynamic shared memory limit: {e:?}"))?;
+    }
+    Ok(func)
+}
+
+/// Launches a kernel of `op`'s signature on `stream`: gemm `(M, N, K, A, B, C)`, gemv
+/// `(M, K, A, x, y)`, zeroing the output first when the family accumulates atomically.
+/// Buffer lengths must match the shape (the caller checks).
+#[allow(clippy::too_many_arguments)]
+pub fn launch(
+    stream: &Arc<CudaStream>,
+    func: &CudaFunction,
+    launch: Launch,
+    op: Op,
+    shape: Shape,
+    a: &CudaSlice<f32>,
+    b: &CudaSlice<f32>,
+    out: &mut CudaViewMut<'_, f32>,
+) -> Result<(), String> {
+    let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
+    if launch.zero_output {
+        stream
+            .memset_zeros(out)
+            .map_err(|e| format!("zeroing the output: {e:?}"))?;
+    }
+    let cfg = LaunchConfig {
+        grid_dim: launch.grid,
+        block_dim: launch.block,
+        shared_mem_bytes: launch.dynamic_shared_bytes,
+    };
+    let mut lb = stream.launch_builder(func);
+    match op {
+        Op::Gemm => {
+            lb.arg(&m).arg(&n).arg(&k);
+        }
+        Op::Gemv => {
+            lb.arg(&m).arg(&k);
+        }
+    }
+    lb.arg(a).arg(b).arg(out);
+    // SAFETY: the argument list matches the op's kernel signature, and every template
+    // bounds-checks against M, N, K.
+    unsafe { lb.launch(cfg) }
+        .map(|_| ())
+        .map_err(|e| format!("launch {launch:?}: {e:?}"))
+}
+
+/// Where a kernel wrote outside its output: the first changed canary before or after it.
+fn guard_violation(before: &[f32], after: &[f32]) -> Option<Failure> {
+    let changed = |v: &[f32]| v.iter().position(|x| x.to_bits() != CANARY);
+    let (side, at) = if let Some(i) = changed(before) {
+        ("before", before.len() - i)
+    } else {
+        ("after", changed(after)? + 1)
+    };
+    Some(Failure {
+        stage: Stage::Validate,
+        reason: format!(
+            "wrote out of bounds: the guard region {side} the output was overwritten ({at} float(s) {side} it)"
+        ),
+    })
+}
+
+/// cuBLAS's configuration for row-major `C (M x N) = A (M x K) B (K x N)` with `beta = 0`.
+/// cuBLAS is column-major, and row-major C = A B is column-major C^T = B^T A^T: pass B as
+/// cuBLAS's first matrix and A as its second.
+pub fn row_major_gemm<T: Default>(shape: Shape, alpha: T) -> GemmConfig<T> {
+    let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
+    GemmConfig {
+        transa: cublasOperation_t::CUBLAS_OP_N,
+        transb: cublasOperation_t::CUBLAS_OP_N,
+        m: n,
+        n: m,
+        k,
+        alpha,
+        lda: n,
+        ldb: k,
+        beta: T::default(),
+        ldc: n,
+    }
+}
+
+/// cuBLAS's configuration for `y = A x` with row-major `A (M x K)`: column-major that is
+/// A^T (K x M), so y = (A^T)^T x.
+pub fn row_major_gemv(shape: Shape) -> GemvConfig<f32> {
+    let (m, k) = (shape.m as i32, shape.k as i32);
+    GemvConfig {
+        trans: cublasOperation_t::CUBLAS_OP_T,
+        m: k,
+        n: m,
+        alpha: 1.0,
+        lda: k,
+        incx: 1,
+        beta: 0.0,
+        incy: 1,
+    }
+}
+
+/// Float64 reference on the GPU with cuBLAS DGEMM: the values, then the bound from |A| |B|.
+fn gpu_dgemm_reference(
+    dev: &Device,
+    blas: &CudaBlas,
+    shape: Shape,
+    a: &[f32],
+    b: &[f32],
+) -> Result<(Vec<f64>, Vec<f64>), RunError> {
+    let s = &dev.stream;
+    let cfg = row_major_gemm(shape, 1.0f64);
+    let mut c = s
+        .alloc_zeros::<f64>(shape.m as usize * shape.n as usize)
+        .during("allocating the float64 reference")?;
+    let mut run = |abs: bool| -> Result<Vec<f64>, RunError> {
+        let up = |v: &[f32]| -> Vec<f64> {
+            v.iter()
+                .map(|&x| if abs { (x as f64).abs() } else { x as f64 })
+                .collect()
+        };
+        let a64 = s.clone_htod(&up(a)).during("uploading float64 A")?;
+        let b64 = s.clone_htod(&up(b)).during("uploading float64 B")?;
+        // SAFETY: buffer sizes match the config.
+        unsafe { blas.gemm(cfg, &b64, &a64, &mut c) }.map_err(blas_err("DGEMM reference"))?;
+        Ok(s.clone_dtoh(&c).during("downloading the reference")?)
+    };
+    let reference = run(false)?;
+    let bound = run(true)?;
+    Ok((reference, bound))
+}
+
+/// Measures device-to-device copy bandwidth in GB/s (bytes read plus bytes written), the
+/// practical ceiling of a memory-bound kernel: median of 10 copies of up to 1 GiB.
+pub fn copy_bandwidth_gbs(dev: &Device) -> Result<f64, RunError> {
+    let free = dev.free_memory()? as usize;
+    let bytes = ((1usize << 30).min(free / 4)) & !0xFFFF;
+    let s = &dev.stream;
+    let src = s
+        .alloc_zeros::<u8>(bytes)
+        .during("allocating the copy source")?;
+    let mut dst = s
+        .alloc_zeros::<u8>(bytes)
+        .during("allocating the copy target")?;
+    let ev = || {
+        dev.ctx
+            .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+            .during("creating events")
+    };
+    for _ in 0..2 {
+        s.memcpy_dtod(&src, &mut dst).during("copying")?;
+    }
+    let mut samples = Vec::new();
+    for _ in 0..10 {
+        let (a, b) = (ev()?, ev()?);
+        a.record(s).during("recording an event")?;
+        s.memcpy_dtod(&src, &mut dst).during("copying")?;
+        b.record(s).during("recording an event")?;
+        b.synchronize().during("waiting for the copy")?;
+        samples.push(a.elapsed_ms(&b).during("reading event times")? as f64);
+    }
+    let stats = Stats::from_samples(&samples).ok_or_else(|| {
+        RunError::Measurement("the copy-bandwidth events gave no valid time".into())
+    })?;
+    Ok(2.0 * bytes as f64 / (stats.median_ms * 1e-3) / 1e9)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_major_configs_swap_to_column_major() {
+        // Row-major C (3 x 5) = A (3 x 7) B (7 x 5) is column-major C^T (5 x 3) = B^T A^T.
+        let g = row_major_gemm(Shape { m: 3, n: 5, k: 7 }, 1.0f32);
+        assert_eq!((g.m, g.n, g.k), (5, 3, 7));
+        assert_eq!((g.lda, g.ldb, g.ldc), (5, 7, 5));
+        assert_eq!((g.alpha, g.beta), (1.0, 0.0));
+        // Row-major A (3 x 7) is column-major A^T (7 x 3), used transposed.
+        let v = row_major_gemv(Shape { m: 3, n: 1, k: 7 });
+        assert_eq!((v.m, v.n, v.lda), (7, 3, 7));
+        assert_eq!(v.trans, cublasOperation_t::CUBLAS_OP_T);
+    }
+}

@@ -1,0 +1,8 @@
+//! Everything that touches CUDA (through cudarc): opening a device ([`device`]), NVRTC and the
+//! compile caches ([`nvrtc`]), loading, validating and timing a kernel ([`bench`]), and running
+//! untrusted kernels in a worker process ([`isolate`]).
+
+pub mod bench;
+pub mod device;
+pub mod isolate;
+pub mod nvrtc;

@@ -1,0 +1,229 @@
+//! What the database records: the GPUs ([`GpuRecord`]), the best configuration per GPU x op x
+//! shape ([`Entry`]) and where each measurement came from ([`Producer`], [`Measurement`]).
+
+use crate::problem::{Op, Shape};
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// The newest file layout this build reads, and the one it writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// One GPU the database holds results for (key: `name`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuRecord {
+    /// The device name the driver reports, e.g. `"NVIDIA H100 80GB HBM3"`; the key.
+    pub name: String,
+    /// The compute architecture, e.g. `"sm_90"`.
+    pub arch: String,
+    /// Number of streaming multiprocessors.
+    pub sms: u32,
+    /// Boost clock in MHz.
+    pub clock_mhz: u32,
+    /// Theoretical FP32 peak in GFLOP/s.
+    pub fp32_peak_gflops: f64,
+    /// Device memory in MiB.
+    pub memory_mib: u64,
+    /// CUDA driver version, e.g. `"13.0"`.
+    pub driver_version: String,
+    /// NVRTC version, e.g. `"13.0"`.
+    pub nvrtc_version: String,
+    /// Measured device-to-device copy bandwidth in GB/s, filled in once measured.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_bandwidth_gbs: Option<f64>,
+}
+
+/// The best configuration found for one GPU x op x shape, with its evidence.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Entry {
+    /// The [`GpuRecord::name`] of the GPU this was measured on.
+    pub gpu: String,
+    /// The operation.
+    pub op: Op,
+    /// [`Shape::label`] of the shape, kept for humans reading the file (`m`, `n`, `k` rule).
+    pub shape: String,
+    /// Rows of A and C.
+    pub m: u64,
+    /// Columns of B and C (1 for GEMV).
+    pub n: u64,
+    /// The reduction length.
+    pub k: u64,
+    /// The kernel family, e.g. `"gemm_tile2d"`.
+    pub family: String,
+    /// The name of the instantiated kernel.
+    pub kernel: String,
+    /// The tuning parameters of the winning configuration (written as an inline table).
+    pub params: BTreeMap<String, i64>,
+    /// Median kernel time in milliseconds.
+    pub median_ms: f64,
+    /// Fastest kernel time in milliseconds.
+    pub min_ms: f64,
+    /// `(p90 - p10) / median * 100`.
+    pub spread_pct: f64,
+    /// Number of timed runs.
+    pub samples: u32,
+    /// Achieved GFLOP/s at the median time.
+    pub gflops: f64,
+    /// Effective bandwidth in GB/s: the fewest bytes the problem moves over the median time.
+    pub gbs: f64,
+    /// cuBLAS median time for the same problem, in milliseconds.
+    pub cublas_median_ms: f64,
+    /// `cublas_median_ms / median_ms` (above 1 means faster than cuBLAS).
+    pub vs_cublas: f64,
+    /// Achieved fraction of the GPU's FP32 peak, in percent.
+    pub pct_of_peak: f64,
+    /// Largest relative error against the reference result.
+    pub max_rel_error: f64,
+    /// The tolerance the result was validated against.
+    pub tolerance: f64,
+    /// Number of configurations evaluated.
+    pub tried: u32,
+    /// Number of configurations that failed to compile, validate or launch.
+    pub failed: u32,
+    /// RNG seed of the validation inputs (at most `2^63 - 1`: TOML integers are signed).
+    pub seed: u64,
+    /// When the result was produced, RFC 3339 UTC.
+    pub date: String,
+    /// The autotune version that produced it.
+    pub tool_version: String,
+    /// Hex SHA-256 of the kernel template and search-space text.
+    pub checksum: String,
+    /// `Some(true)` when the search was cut short (time limit, interrupt).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partial: Option<bool>,
+    /// Which machine, GPU and shard measured it. Provenance only: the key stays the GPU model
+    /// name ([`Entry::gpu`]), so two GPUs of one model share results while two models never
+    /// share a key. Absent from older files (which still load) and from entries not made by a
+    /// tuning run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub produced_by: Option<Producer>,
+    /// The other measurements of this GPU x op x shape that
+    /// [`Database::merge`](super::Database::merge) met, fastest first, each with the database
+    /// it came from: the entry itself is the fastest of all. Absent from files that were never
+    /// merged (and from older files, which still load).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also_measured: Vec<Measurement>,
+}
+
+impl Entry {
+    /// The problem shape, from `m`, `n`, `k`.
+    pub fn shape(&self) -> Shape {
+        Shape {
+            m: self.m,
+            n: self.n,
+            k: self.k,
+        }
+    }
+
+    /// The key identifying the entry in a database: `(gpu, op, m, n, k)`.
+    pub fn key(&self) -> (String, Op, u64, u64, u64) {
+        (self.gpu.clone(), self.op, self.m, self.n, self.k)
+    }
+
+    /// The key, borrowed, for sorting and lookups.
+    pub(super) fn key_ref(&self) -> (&str, Op, u64, u64, u64) {
+        (self.gpu.as_str(), self.op, self.m, self.n, self.k)
+    }
+
+    /// How the entry is named in messages: `GPU op shape`.
+    pub(super) fn describe(&self) -> String {
+        format!(
+            "{} {} {}",
+            self.gpu,
+            self.op.name(),
+            self.shape().label(self.op)
+        )
+    }
+}
+
+/// Where an entry was measured: the host, the CUDA device on it and the shard of the suite, as
+/// [`Entry::produced_by`] and [`Measurement::produced_by`] record it. Written as an inline
+/// table, e.g. `produced_by = { device = 1, host = "node07", shard = "2/8", ... }`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Producer {
+    /// The host name of the machine that ran the tuning.
+    pub host: String,
+    /// The CUDA ordinal of the GPU on that host (`--device` / `--devices`).
+    pub device: u32,
+    /// The GPU's PCI bus id (`0000:3B:00.0`), when the driver reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pci_bus_id: Option<String>,
+    /// The GPU's UUID (`GPU-xxxxxxxx-...`, as `nvidia-smi -L` shows it), when the driver
+    /// reported it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uuid: Option<String>,
+    /// The shard of the suite, `INDEX/COUNT` (`--shard`, or a Slurm job-array task), when the
+    /// run was one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shard: Option<String>,
+}
+
+impl fmt::Display for Producer {
+    /// `node07 device 1`, then `, shard 2/8` for a shard.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} device {}", self.host, self.device)?;
+        if let Some(shard) = &self.shard {
+            write!(f, ", shard {shard}")?;
+        }
+        Ok(())
+    }
+}
+
+/// One measured configuration of a GPU x op x shape, as [`Entry::also_measured`] keeps it and
+/// as [`MergeConflict`](super::MergeConflict) reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    /// The database it came from, as named to the merge (usually the file path).
+    pub source: String,
+    /// Median kernel time in milliseconds.
+    pub median_ms: f64,
+    /// cuBLAS's median time in the same run, in milliseconds.
+    pub cublas_median_ms: f64,
+    /// The kernel family.
+    pub family: String,
+    /// The tuning parameters.
+    pub params: BTreeMap<String, i64>,
+    /// When it was measured, RFC 3339 UTC.
+    pub date: String,
+    /// Which host, GPU and shard measured it ([`Entry::produced_by`] of the entry it was).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub produced_by: Option<Producer>,
+}
+
+impl Measurement {
+    /// The measurement an entry holds, attributed to `source`.
+    pub fn of(entry: &Entry, source: &str) -> Measurement {
+        Measurement {
+            source: source.to_string(),
+            median_ms: entry.median_ms,
+            cublas_median_ms: entry.cublas_median_ms,
+            family: entry.family.clone(),
+            params: entry.params.clone(),
+            date: entry.date.clone(),
+            produced_by: entry.produced_by.clone(),
+        }
+    }
+
+    /// Whether both are the same measurement (wherever each came from).
+    pub(super) fn same(&self, other: &Measurement) -> bool {
+        self.median_ms.to_bits() == other.median_ms.to_bits()
+            && self.date == other.date
+            && self.family == other.family
+            && self.params == other.params
+    }
+
+    /// `SOURCE's family BM=.. BN=.. at 0.4100 ms`, then ` (node07 device 1, shard 2/8)` when
+    /// its producer is known.
+    pub(super) fn describe(&self) -> String {
+        format!(
+            "{}'s {} {} at {:.4} ms{}",
+            self.source,
+            self.family,
+            crate::family::space::params_label(&self.params),
+            self.median_ms,
+            self.produced_by
+                .as_ref()
+                .map_or(String::new(), |p| format!(" ({p})"))
+        )
+    }
+}

@@ -1,0 +1,767 @@
+//! Parameter spaces: one `configs/spaces/<family>.toml` per kernel family, giving the value list of
+//! each parameter, derived values, constraints and the launch geometry, all as integer
+//! expressions (see [`crate::family::expr`]). This module enumerates the cartesian product, prunes it
+//! against the constraints and a device's limits, and computes each survivor's launch geometry
+//! for a shape.
+//!
+//! Names an expression may read: the family's parameters, its `[derived]` values, the shape
+//! (`M`, `N`, `K`) and the device limits in [`Limits::env`].
+//!
+//! An optional `[model]` section gives the performance model ([`crate::tuning::model`]) figures it
+//! cannot derive from the launch geometry (`registers` per thread, `global_bytes` in all,
+//! `bytes_in_flight` per thread), as expressions over the same names; see [`ModelHints`].
+
+use crate::family::expr::{Env, Expr, ExprError};
+use crate::problem::{Op, Shape};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+
+/// Why a space file is unusable.
+#[derive(Debug, thiserror::Error)]
+pub enum SpaceError {
+    /// The TOML did not parse or has wrong fields.
+    #[error("space file {origin} is invalid: {message}")]
+    Toml {
+        /// Where the text came from.
+        origin: String,
+        /// The parser's message (with line and column).
+        message: String,
+    },
+    /// An expression in the file is malformed or reads an unknown name.
+    #[error("space '{family}', {place}: {source}")]
+    Expr {
+        /// The family.
+        family: String,
+        /// Which field (e.g. `constraint 2`, `launch.grid[0]`).
+        place: String,
+        /// The expression's error.
+        source: ExprError,
+    },
+    /// A structural problem: empty parameter list, wrong arity, derived cycle...
+    #[error("space '{family}': {message}")]
+    Invalid {
+        /// The family.
+        family: String,
+        /// What is wrong and how to fix it.
+        message: String,
+    },
+}
+
+/// Device limits that pruning and constraints can read. Built from a real device or, for a
+/// dry run, from the arch's documented limits ([`Limits::for_arch`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Compute capability as `major * 10 + minor` (90 for sm_90).
+    pub sm: i64,
+    /// Most threads one block may have.
+    pub max_threads_per_block: i64,
+    /// Static shared memory one block may declare (48 KiB on every arch so far).
+    pub max_shared_per_block: i64,
+    /// Shared memory one block may use after opting in (dynamic).
+    pub max_shared_per_block_optin: i64,
+    /// 32-bit registers available to one block.
+    pub max_regs_per_block: i64,
+}
+
+impl Limits {
+    /// The documented limits of compute capability `sm` (e.g. 61, 89, 90), for dry runs.
+    /// Returns `None` for an arch this table does not know.
+    pub fn for_arch(sm: i64) -> Option<Limits> {
+        let optin_kib = crate::gpu::arch_facts(sm)?.max_shared_optin_kib;
+        Some(Limits {
+            sm,
+            max_threads_per_block: 1024,
+            max_shared_per_block: 48 * 1024,
+            max_shared_per_block_optin: optin_kib * 1024,
+            max_regs_per_block: 65536,
+        })
+    }
+
+    /// The names and values expressions see.
+    pub fn env(&self) -> Env {
+        [
+            ("sm", self.sm),
+            ("max_threads_per_block", self.max_threads_per_block),
+            ("max_shared_per_block", self.max_shared_per_block),
+            (
+                "max_shared_per_block_optin",
+                self.max_shared_per_block_optin,
+            ),
+            ("max_regs_per_block", self.max_regs_per_block),
+            ("warp_size", 32),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_string(), v))
+        .collect()
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SpaceFile {
+    name: String,
+    op: Op,
+    template: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    constraints: Vec<String>,
+    params: BTreeMap<String, Vec<i64>>,
+    #[serde(default)]
+    derived: BTreeMap<String, String>,
+    launch: LaunchFile,
+    #[serde(default)]
+    model: Option<ModelFile>,
+}
+
+/// The optional `[model]` section: family-specific figures for the performance model
+/// ([`crate::tuning::model`]), as integer expressions over the same names as `[derived]`. Every key is
+/// optional; the model derives a generic default for what is missing.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ModelFile {
+    /// Registers per thread.
+    #[serde(default)]
+    registers: Option<String>,
+    /// Bytes the kernel moves to and from device memory in all.
+    #[serde(default)]
+    global_bytes: Option<String>,
+    /// Bytes of loads each thread keeps in flight (memory-level parallelism).
+    #[serde(default)]
+    bytes_in_flight: Option<String>,
+    /// Percent of the model's generic FMA rate for its thread tile that the family's inner
+    /// loop reaches (below 100 for loops that are not pipelined or issue more instructions
+    /// per FMA than the generic figure assumes), as measured against the best family.
+    #[serde(default)]
+    fma_efficiency_pct: Option<String>,
+}
+
+/// A family's figures for the performance model, for one config on one shape: what the space
+/// file knows beyond the launch geometry. Absent values are left to the model's defaults.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ModelHints {
+    /// Static shared memory per block (`launch.shared_bytes`), bytes; 0 when not given.
+    pub static_shared_bytes: i64,
+    /// `[model] registers`: registers per thread.
+    pub registers: Option<i64>,
+    /// `[model] global_bytes`: bytes moved to and from device memory.
+    pub global_bytes: Option<i64>,
+    /// `[model] bytes_in_flight`: bytes of loads in flight per thread.
+    pub bytes_in_flight: Option<i64>,
+    /// `[model] fma_efficiency_pct`: percent of the FMA issue rate the inner loop reaches.
+    pub fma_efficiency_pct: Option<i64>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct LaunchFile {
+    grid: Vec<String>,
+    block: Vec<String>,
+    #[serde(default)]
+    shared_bytes: Option<String>,
+    #[serde(default)]
+    dynamic_shared_bytes: Option<String>,
+    #[serde(default)]
+    zero_output: bool,
+}
+
+/// One point of a space: the family and a value for each parameter.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Config {
+    /// The family's name.
+    pub family: String,
+    /// Parameter values, by name.
+    pub params: BTreeMap<String, i64>,
+}
+
+/// `BM=64 BN=128 ...`: parameters as tables, logs and headers show them.
+pub fn params_label(params: &BTreeMap<String, i64>) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// `family BM=64 BN=128 ...`: a config as logs and reports name it.
+pub fn config_label(family: &str, params: &BTreeMap<String, i64>) -> String {
+    format!("{family} {}", params_label(params))
+}
+
+impl Config {
+    /// `BM=64 BN=128 ...`, for tables.
+    pub fn params_label(&self) -> String {
+        params_label(&self.params)
+    }
+}
+
+/// How to launch one config on one shape.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Launch {
+    /// Grid dimensions.
+    pub grid: (u32, u32, u32),
+    /// Block dimensions.
+    pub block: (u32, u32, u32),
+    /// Dynamic shared memory, bytes.
+    pub dynamic_shared_bytes: u32,
+    /// Whether the output must be zeroed before the launch (split-K with atomics);
+    /// the zeroing is part of what is timed.
+    pub zero_output: bool,
+}
+
+/// A kernel family's parameter space, parsed and checked.
+#[derive(Debug, Clone)]
+pub struct Space {
+    /// Family name (also the file stem).
+    pub name: String,
+    /// The op its kernels compute.
+    pub op: Op,
+    /// The template file name under `templates/`.
+    pub template: String,
+    /// One line for humans.
+    pub description: String,
+    /// The raw TOML, for checksums.
+    pub source: String,
+    params: BTreeMap<String, Vec<i64>>,
+    derived: Vec<(String, Expr)>,
+    constraints: Vec<Expr>,
+    grid: [Expr; 3],
+    block: [Expr; 3],
+    shared_bytes: Option<Expr>,
+    dynamic_shared_bytes: Option<Expr>,
+    zero_output: bool,
+    /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency.
+    model: [Option<Expr>; 4],
+}
+
+/// The result of pruning a space.
+#[derive(Debug, Clone)]
+pub struct Pruned {
+    /// Size of the cartesian product.
+    pub total: usize,
+    /// Configs that satisfy every constraint and limit.
+    pub valid: Vec<Config>,
+    /// For each constraint text (or limit), how many configs it rejected first.
+    pub rejected_by: BTreeMap<String, usize>,
+}
+
+/// The x, y and z expressions of a grid or block (`place` names it in errors).
+fn dim3_exprs(family: &str, place: &str, texts: &[String]) -> Result<[Expr; 3], SpaceError> {
+    if texts.len() != 3 {
+        return Err(SpaceError::Invalid {
+            family: family.to_string(),
+            message: format!(
+                "launch.{place} needs 3 expressions (x, y, z), got {}",
+                texts.len()
+            ),
+        });
+    }
+    let parse = |i: usize| {
+        Expr::parse(&texts[i]).map_err(|source| SpaceError::Expr {
+            family: family.to_string(),
+            place: format!("launch.{place}[{i}]"),
+            source,
+        })
+    };
+    Ok([parse(0)?, parse(1)?, parse(2)?])
+}
+
+impl Space {
+    /// Parses a space file. `origin` names it in messages.
+    pub fn from_toml_str(text: &str, origin: &str) -> Result<Space, SpaceError> {
+        let file: SpaceFile = toml::from_str(text).map_err(|e| SpaceError::Toml {
+            origin: origin.to_string(),
+            message: e.to_string(),
+        })?;
+        let family = file.name.clone();
+        let invalid = |message: String| SpaceError::Invalid {
+            family: family.clone(),
+            message,
+        };
+        if file.params.is_empty() {
+            return Err(invalid(
+                "[params] is empty: give at least one parameter".into(),
+            ));
+        }
+        for (name, values) in &file.params {
+            if values.is_empty() {
+                return Err(invalid(format!("parameter {name} has no values")));
+            }
+            if !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                || name.starts_with(|c: char| c.is_ascii_digit())
+            {
+                return Err(invalid(format!(
+                    "parameter name '{name}' must be a C identifier (it becomes a #define)"
+                )));
+            }
+        }
+        let parse = |place: String, text: &str| {
+            Expr::parse(text).map_err(|source| SpaceError::Expr {
+                family: family.clone(),
+                place,
+                source,
+            })
+        };
+        // Order derived values so each is computed after the ones it reads.
+        let mut pending: Vec<(String, Expr)> = file
+            .derived
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), parse(format!("derived.{k}"), v)?)))
+            .collect::<Result<_, SpaceError>>()?;
+        let mut derived = Vec::new();
+        while !pending.is_empty() {
+            let before = pending.len();
+            let names: Vec<String> = pending.iter().map(|(n, _)| n.clone()).collect();
+            pending.retain(|(name, e)| {
+                let ready = e.names().iter().all(|n| !names.contains(n) || n == name);
+                if ready {
+                    derived.push((name.clone(), e.clone()));
+                }
+                !ready
+            });
+            if pending.len() == before {
+                return Err(invalid(format!(
+                    "derived values depend on each other in a cycle: {}",
+                    names.join(", ")
+                )));
+            }
+        }
+        let constraints = file
+            .constraints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| parse(format!("constraint {} ('{c}')", i + 1), c))
+            .collect::<Result<Vec<_>, _>>()?;
+        let opt = |place: &str, t: &Option<String>| {
+            let place = if place.contains('.') {
+                place.to_string()
+            } else {
+                format!("launch.{place}")
+            };
+            t.as_deref().map(|t| parse(place, t)).transpose()
+        };
+        let model = match &file.model {
+            Some(m) => [
+                opt("model.registers", &m.registers)?,
+                opt("model.global_bytes", &m.global_bytes)?,
+                opt("model.bytes_in_flight", &m.bytes_in_flight)?,
+                opt("model.fma_efficiency_pct", &m.fma_efficiency_pct)?,
+            ],
+            None => [None, None, None, None],
+        };
+        let space = Space {
+            name: file.name.clone(),
+            op: file.op,
+            template: file.template.clone(),
+            description: file.description.clone(),
+            source: text.to_string(),
+            grid: dim3_exprs(&family, "grid", &file.launch.grid)?,
+            block: dim3_exprs(&family, "block", &file.launch.block)?,
+            shared_bytes: opt("shared_bytes", &file.launch.shared_bytes)?,
+            dynamic_shared_bytes: opt("dynamic_shared_bytes", &file.launch.dynamic_shared_bytes)?,
+            zero_output: file.launch.zero_output,
+            model,
+            params: file.params,
+            derived,
+            constraints,
+        };
+        space.check_names()?;
+        Ok(space)
+    }
+
+    /// Every expression must read only known names: catch typos at load, not mid-run.
+    fn check_names(&self) -> Result<(), SpaceError> {
+        let mut known: Vec<String> = self.params.keys().cloned().collect();
+        known.extend(self.derived.iter().map(|(n, _)| n.clone()));
+        known.extend(["M", "N", "K"].map(String::from));
+        known.extend(
+            Limits::for_arch(90)
+                .map(|l| l.env())
+                .unwrap_or_default()
+                .into_keys(),
+        );
+        let all = self
+            .constraints
+            .iter()
+            .chain(self.derived.iter().map(|(_, e)| e))
+            .chain(self.grid.iter())
+            .chain(self.block.iter())
+            .chain(self.shared_bytes.iter())
+            .chain(self.dynamic_shared_bytes.iter())
+            .chain(self.model.iter().flatten());
+        for e in all {
+            if let Some(bad) = e.names().into_iter().find(|n| !known.contains(n)) {
+                return Err(SpaceError::Expr {
+                    family: self.name.clone(),
+                    place: format!("'{}'", e.text()),
+                    source: ExprError::UnknownName {
+                        text: e.text().to_string(),
+                        name: bad,
+                    },
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Parameter names and their value lists.
+    pub fn params(&self) -> &BTreeMap<String, Vec<i64>> {
+        &self.params
+    }
+
+    /// Size of the cartesian product of the value lists.
+    pub fn cardinality(&self) -> usize {
+        self.params.values().map(Vec::len).product()
+    }
+
+    /// Every point of the cartesian product, in a stable order.
+    pub fn enumerate(&self) -> Vec<Config> {
+        let mut out = vec![BTreeMap::new()];
+        for (name, values) in &self.params {
+            out = out
+                .into_iter()
+                .flat_map(|p| {
+                    values.iter().map(move |v| {
+                        let mut p = p.clone();
+                        p.insert(name.clone(), *v);
+                        p
+                    })
+                })
+                .collect();
+        }
+        out.into_iter()
+            .map(|params| Config {
+                family: self.name.clone(),
+                params,
+            })
+            .collect()
+    }
+
+    /// The full environment for `config` on `shape` under `limits`: parameters, derived
+    /// values, shape and limits.
+    pub fn env(&self, config: &Config, shape: Shape, limits: &Limits) -> Result<Env, SpaceError> {
+        let mut env = limits.env();
+        env.insert("M".into(), shape.m as i64);
+        env.insert("N".into(), shape.n as i64);
+        env.insert("K".into(), shape.k as i64);
+        for (name, v) in &config.params {
+            env.insert(name.clone(), *v);
+        }
+        for (name, e) in &self.derived {
+            let v = e.eval(&env).map_err(|source| SpaceError::Expr {
+                family: self.name.clone(),
+                place: format!("derived.{name}"),
+                source,
+            })?;
+            env.insert(name.clone(), v);
+        }
+        Ok(env)
+    }
+
+    /// Why `config` is not valid on `shape` under `limits`, or `None` if it is.
+    pub fn reject_reason(
+        &self,
+        config: &Config,
+        shape: Shape,
+        limits: &Limits,
+    ) -> Result<Option<String>, SpaceError> {
+        let env = match self.env(config, shape, limits) {
+            Ok(env) => env,
+            // A derived value that divides by zero marks the config invalid, not the space.
+            Err(SpaceError::Expr {
+                source: ExprError::Arithmetic { text, .. },
+                ..
+            }) => return Ok(Some(format!("arithmetic error in '{text}'"))),
+            Err(e) => return Err(e),
+        };
+        for c in &self.constraints {
+            match c.eval(&env) {
+                Ok(0) => return Ok(Some(c.text().to_string())),
+                Ok(_) => {}
+                Err(ExprError::Arithmetic { .. }) => return Ok(Some(c.text().to_string())),
+                Err(source) => {
+                    return Err(SpaceError::Expr {
+                        family: self.name.clone(),
+                        place: format!("constraint '{}'", c.text()),
+                        source,
+                    })
+                }
+            }
+        }
+        let launch = match self.launch_in(&env) {
+            Ok(l) => l,
+            Err(SpaceError::Invalid { message, .. }) => return Ok(Some(message)),
+            Err(e) => return Err(e),
+        };
+        let threads =
+            i64::from(launch.block.0) * i64::from(launch.block.1) * i64::from(launch.block.2);
+        if threads > limits.max_threads_per_block {
+            return Ok(Some("threads per block > device limit".into()));
+        }
+        if let Some(s) = &self.shared_bytes {
+            let bytes = self.eval_in(s, "launch.shared_bytes", &env)?;
+            if bytes > limits.max_shared_per_block {
+                return Ok(Some("static shared memory > 48 KiB".into()));
+            }
+        }
+        if i64::from(launch.dynamic_shared_bytes) > limits.max_shared_per_block_optin {
+            return Ok(Some("dynamic shared memory > device opt-in limit".into()));
+        }
+        Ok(None)
+    }
+
+    /// The performance model's figures for `config` on `shape`: static shared memory and the
+    /// optional `[model]` section. A `[model]` expression that cannot be evaluated for this
+    /// config (division by zero, overflow on a huge shape) is left out, as if not given.
+    pub fn model_hints(
+        &self,
+        config: &Config,
+        shape: Shape,
+        limits: &Limits,
+    ) -> Result<ModelHints, SpaceError> {
+        let env = self.env(config, shape, limits)?;
+        let static_shared_bytes = match &self.shared_bytes {
+            Some(e) => self.eval_in(e, "launch.shared_bytes", &env)?,
+            None => 0,
+        };
+        let [registers, global_bytes, bytes_in_flight, fma_efficiency_pct] = self
+            .model
+            .clone()
+            .map(|e| e.and_then(|e| e.eval(&env).ok()));
+        Ok(ModelHints {
+            static_shared_bytes,
+            registers,
+            global_bytes,
+            bytes_in_flight,
+            fma_efficiency_pct,
+        })
+    }
+
+    /// Enumerates and prunes against the constraints and `limits` for `shape`.
+    pub fn prune(&self, shape: Shape, limits: &Limits) -> Result<Pruned, SpaceError> {
+        let all = self.enumerate();
+        let total = all.len();
+        let mut valid = Vec::new();
+        let mut rejected_by = BTreeMap::new();
+        for c in all {
+            match self.reject_reason(&c, shape, limits)? {
+                None => valid.push(c),
+                Some(why) => *rejected_by.entry(why).or_insert(0) += 1,
+            }
+        }
+        Ok(Pruned {
+            total,
+            valid,
+            rejected_by,
+        })
+    }
+
+    fn eval_in(&self, e: &Expr, place: &str, env: &Env) -> Result<i64, SpaceError> {
+        e.eval(env).map_err(|source| SpaceError::Expr {
+            family: self.name.clone(),
+            place: place.to_string(),
+            source,
+        })
+    }
+
+    fn launch_in(&self, env: &Env) -> Result<Launch, SpaceError> {
+        let dim = |e: &Expr, place: &str| -> Result<u32, SpaceError> {
+            let v = self.eval_in(e, place, env)?;
+            u32::try_from(v)
+                .ok()
+                .filter(|v| *v >= 1)
+                .ok_or_else(|| SpaceError::Invalid {
+                    family: self.name.clone(),
+                    message: format!("launch {place} = {v} is out of range (1..2^32)"),
+                })
+        };
+        let dyn_smem = match &self.dynamic_shared_bytes {
+            Some(e) => {
+                let v = self.eval_in(e, "launch.dynamic_shared_bytes", env)?;
+                u32::try_from(v).map_err(|_| SpaceError::Invalid {
+                    family: self.name.clone(),
+                    message: format!("dynamic shared memory {v} is out of range"),
+                })?
+            }
+            None => 0,
+        };
+        Ok(Launch {
+            grid: (
+                dim(&self.grid[0], "grid.x")?,
+                dim(&self.grid[1], "grid.y")?,
+                dim(&self.grid[2], "grid.z")?,
+            ),
+            block: (
+                dim(&self.block[0], "block.x")?,
+                dim(&self.block[1], "block.y")?,
+                dim(&self.block[2], "block.z")?,
+            ),
+            dynamic_shared_bytes: dyn_smem,
+            zero_output: self.zero_output,
+        })
+    }
+
+    /// The launch geometry of `config` on `shape`.
+    pub fn launch(
+        &self,
+        config: &Config,
+        shape: Shape,
+        limits: &Limits,
+    ) -> Result<Launch, SpaceError> {
+        let env = self.env(config, shape, limits)?;
+        let launch = self.launch_in(&env)?;
+        // The CUDA limits on grid y and z.
+        if launch.grid.1 > 65535 || launch.grid.2 > 65535 {
+            return Err(SpaceError::Invalid {
+                family: self.name.clone(),
+                message: format!(
+                    "grid {:?} for shape {}x{}x{} exceeds 65535 in y or z",
+                    launch.grid, shape.m, shape.n, shape.k
+                ),
+            });
+        }
+        Ok(launch)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SPACE: &str = r#"
+name = "toy"
+op = "gemm"
+template = "toy.cu"
+constraints = ["THREADS >= 32", "BM % TM == 0"]
+
+[params]
+BM = [32, 64, 128]
+TM = [1, 2, 3, 4]
+
+[derived]
+THREADS = "ROWS * 16"
+ROWS = "BM / TM"
+
+[launch]
+grid = ["ceil_div(N, 16)", "ceil_div(M, BM)", "1"]
+block = ["THREADS", "1", "1"]
+shared_bytes = "4 * BM * 16"
+"#;
+
+    fn limits() -> Limits {
+        Limits::for_arch(90).unwrap()
+    }
+
+    #[test]
+    fn enumerates_prunes_and_launches() {
+        let s = Space::from_toml_str(SPACE, "toy.toml").unwrap();
+        assert_eq!(s.cardinality(), 12);
+        let shape = Shape {
+            m: 100,
+            n: 33,
+            k: 7,
+        };
+        let p = s.prune(shape, &limits()).unwrap();
+        assert_eq!(p.total, 12);
+        // TM=3 divides none of 32/64/128; BM=128,TM=1 gives 2048 threads (> 1024).
+        let names: Vec<String> = p.valid.iter().map(|c| c.params_label()).collect();
+        assert_eq!(
+            names,
+            vec![
+                "BM=32 TM=1",
+                "BM=32 TM=2",
+                "BM=32 TM=4",
+                "BM=64 TM=1",
+                "BM=64 TM=2",
+                "BM=64 TM=4",
+                "BM=128 TM=2",
+                "BM=128 TM=4"
+            ]
+        );
+        assert_eq!(p.rejected_by.get("BM % TM == 0"), Some(&3));
+        assert_eq!(
+            p.rejected_by.get("threads per block > device limit"),
+            Some(&1)
+        );
+        assert_eq!(p.rejected_by.get("THREADS >= 32"), None);
+        let c = &p.valid[4];
+        let l = s.launch(c, shape, &limits()).unwrap();
+        assert_eq!(l.grid, (3, 2, 1));
+        assert_eq!(l.block, (512, 1, 1));
+    }
+
+    #[test]
+    fn rejects_bad_files() {
+        let typo = SPACE.replace("BM % TM == 0", "BM % TMM == 0");
+        let e = Space::from_toml_str(&typo, "t").unwrap_err().to_string();
+        assert!(e.contains("TMM"), "{e}");
+        let cycle = SPACE.replace("ROWS = \"BM / TM\"", "ROWS = \"THREADS / 16\"");
+        assert!(Space::from_toml_str(&cycle, "t")
+            .unwrap_err()
+            .to_string()
+            .contains("cycle"));
+        let empty = SPACE.replace("TM = [1, 2, 3, 4]", "TM = []");
+        assert!(Space::from_toml_str(&empty, "t").is_err());
+        let grid2 = SPACE.replace(", \"1\"]\nblock", "]\nblock");
+        assert!(Space::from_toml_str(&grid2, "t")
+            .unwrap_err()
+            .to_string()
+            .contains("3 expressions"));
+        let unknown = SPACE.replace("[launch]", "[launch]\nfoo = 1");
+        assert!(matches!(
+            Space::from_toml_str(&unknown, "t"),
+            Err(SpaceError::Toml { .. })
+        ));
+    }
+
+    #[test]
+    fn the_model_section_is_optional_and_checked() {
+        let s = Space::from_toml_str(SPACE, "toy.toml").unwrap();
+        let shape = Shape { m: 64, n: 64, k: 8 };
+        let c = s.prune(shape, &limits()).unwrap().valid[0].clone();
+        let h = s.model_hints(&c, shape, &limits()).unwrap();
+        assert_eq!(h.static_shared_bytes, 4 * 32 * 16);
+        assert_eq!(
+            (
+                h.registers,
+                h.global_bytes,
+                h.bytes_in_flight,
+                h.fma_efficiency_pct
+            ),
+            (None, None, None, None)
+        );
+
+        let with = format!(
+            "{SPACE}\n[model]\nregisters = \"32 + BM / TM\"\nglobal_bytes = \"4 * (M * K + K * N + M * N)\"\nbytes_in_flight = \"16 / (BM - BM)\"\nfma_efficiency_pct = \"90\"\n"
+        );
+        let s = Space::from_toml_str(&with, "toy.toml").unwrap();
+        let h = s.model_hints(&c, shape, &limits()).unwrap();
+        assert_eq!(h.registers, Some(32 + 32));
+        assert_eq!(h.global_bytes, Some(4 * (64 * 8 + 8 * 64 + 64 * 64)));
+        // Division by zero: left out, not an error.
+        assert_eq!(h.bytes_in_flight, None);
+        assert_eq!(h.fma_efficiency_pct, Some(90));
+
+        let typo = with.replace("32 + BM / TM", "32 + BM / TMM");
+        let e = Space::from_toml_str(&typo, "t").unwrap_err().to_string();
+        assert!(e.contains("TMM"), "{e}");
+        let unknown = format!("{SPACE}\n[model]\nregs = \"32\"\n");
+        assert!(matches!(
+            Space::from_toml_str(&unknown, "t"),
+            Err(SpaceError::Toml { .. })
+        ));
+    }
+
+    #[test]
+    fn limits_of_known_archs() {
+        assert_eq!(
+            Limits::for_arch(61).unwrap().max_shared_per_block_optin,
+            48 * 1024
+        );
+        assert_eq!(
+            Limits::for_arch(90).unwrap().max_shared_per_block_optin,
+            227 * 1024
+        );
+        assert!(Limits::for_arch(42).is_none());
+    }
+}

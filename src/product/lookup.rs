@@ -1,0 +1,495 @@
+//! What a product launches for a shape: database lookup with fallback. Pure: no GPU.
+//!
+//! Rules, in order:
+//! 1. **exact**: an entry for this GPU, op and shape;
+//! 2. **nearest**: the entry of this GPU and op whose shape is nearest in log space,
+//!    `d = sqrt(sum over M, N, K of ln(a / b)^2)` (so 2048 is as far from 1024 as from 4096);
+//! 3. **same arch**: the nearest entry (same distance) of another GPU of the same arch;
+//! 4. **default**: a built-in config per op that is reasonable on any GPU.
+//!
+//! Every template is correct for every shape, so any recorded config is valid for any shape;
+//! the fallbacks only cost speed. An entry tuned against another version of its family (its
+//! checksum is not this build's, [`Freshness`]) is never chosen: its evidence is not this
+//! kernel's. The choice lists the stale entries it passed over ([`Choice::skipped`]), so
+//! `explain`, `best` and the runtime's log say so.
+
+use crate::db::{Database, Entry};
+use crate::family::catalog::{Catalog, Freshness};
+use crate::problem::{Op, Shape};
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// Which rule chose the config.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Rule {
+    /// This GPU, op and shape were tuned.
+    Exact,
+    /// The nearest tuned shape on this GPU.
+    Nearest,
+    /// The nearest tuned shape of another GPU of the same arch.
+    SameArch,
+    /// Nothing tuned applies: the built-in default of the op.
+    Default,
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Rule::Exact => "exact",
+            Rule::Nearest => "nearest tuned shape on this GPU",
+            Rule::SameArch => "nearest tuned shape of another GPU of the same arch",
+            Rule::Default => "built-in default",
+        })
+    }
+}
+
+/// The config to launch, and why.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Choice {
+    /// The rule that applied.
+    pub rule: Rule,
+    /// Kernel family.
+    pub family: String,
+    /// Its parameters.
+    pub params: BTreeMap<String, i64>,
+    /// The entry it came from (none for the default).
+    pub entry: Option<Entry>,
+    /// Log-space distance from the entry's shape (0 for exact and default).
+    pub distance: f64,
+    /// Entries a rule would have chosen but that are not current for this build, in rule
+    /// order; empty when nothing was passed over.
+    pub skipped: Vec<Skipped>,
+}
+
+/// An entry the lookup passed over because its checksum is not this build's.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Skipped {
+    /// The rule that would have chosen it.
+    pub rule: Rule,
+    /// Its GPU.
+    pub gpu: String,
+    /// Its shape label.
+    pub shape: String,
+    /// Its family.
+    pub family: String,
+    /// Why it was passed over.
+    pub freshness: Freshness,
+}
+
+impl Choice {
+    /// The chosen configuration, as a family instantiates and launches it.
+    pub fn config(&self) -> crate::family::space::Config {
+        crate::family::space::Config {
+            family: self.family.clone(),
+            params: self.params.clone(),
+        }
+    }
+
+    /// One line for logs: the rule, the config and its origin, and the stale entries passed
+    /// over.
+    pub fn describe(&self, op: Op, shape: Shape) -> String {
+        let mut line = self.describe_choice(op, shape);
+        for s in &self.skipped {
+            line.push_str(&format!(
+                "; passed over the {} entry {} {} on {} ({})",
+                s.rule, s.family, s.shape, s.gpu, s.freshness
+            ));
+        }
+        line
+    }
+
+    fn describe_choice(&self, op: Op, shape: Shape) -> String {
+        let params = crate::family::space::params_label(&self.params);
+        match &self.entry {
+            Some(e) => format!(
+                "{op} {}: {} {params} ({}: {} {} on {}, {:.4} ms there, {:.3}x cuBLAS; distance {:.3})",
+                shape.label(op),
+                self.family,
+                self.rule,
+                e.op,
+                e.shape,
+                e.gpu,
+                e.median_ms,
+                e.vs_cublas,
+                self.distance
+            ),
+            None => format!("{op} {}: {} {params} ({})", shape.label(op), self.family, self.rule),
+        }
+    }
+}
+
+/// The built-in default config of an op: robust on any GPU and shape, never the fastest.
+pub fn default_config(op: Op) -> (String, BTreeMap<String, i64>) {
+    let (family, params): (&str, &[(&str, i64)]) = match op {
+        Op::Gemm => (
+            "gemm_tile2d",
+            &[
+                ("BM", 128),
+                ("BN", 128),
+                ("BK", 16),
+                ("TM", 8),
+                ("TN", 8),
+                ("PREFETCH", 1),
+            ],
+        ),
+        Op::Gemv => (
+            "gemv_warp_row",
+            &[("ROWS_PER_BLOCK", 4), ("VEC", 4), ("UNROLL", 2)],
+        ),
+    };
+    (
+        family.to_string(),
+        params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+    )
+}
+
+/// Log-space distance between two shapes.
+pub fn distance(a: Shape, b: Shape) -> f64 {
+    let d = |x: u64, y: u64| (x.max(1) as f64 / y.max(1) as f64).ln();
+    (d(a.m, b.m).powi(2) + d(a.n, b.n).powi(2) + d(a.k, b.k).powi(2)).sqrt()
+}
+
+fn nearest<'a>(entries: impl Iterator<Item = &'a Entry>, shape: Shape) -> Option<(&'a Entry, f64)> {
+    entries
+        .map(|e| (e, distance(e.shape(), shape)))
+        // Ties go to the faster entry relative to cuBLAS, then to the name, so the choice is
+        // stable whatever the file order.
+        .min_by(|(a, da), (b, db)| {
+            da.total_cmp(db)
+                .then(b.vs_cublas.total_cmp(&a.vs_cublas))
+                .then(a.gpu.cmp(&b.gpu))
+                .then(a.shape.cmp(&b.shape))
+        })
+}
+
+/// Chooses the config for `op` on `shape` on the GPU named `gpu` of arch `arch` (e.g. `sm_90`;
+/// `None` when unknown, which skips the same-arch rule), among the entries that are current for
+/// `catalog`.
+pub fn lookup(
+    db: &Database,
+    catalog: &Catalog,
+    gpu: &str,
+    arch: Option<&str>,
+    op: Op,
+    shape: Shape,
+) -> Choice {
+    let freshness = |e: &Entry| catalog.freshness(&e.family, &e.checksum);
+    let mut skipped = Vec::new();
+    let mut pass_over = |rule: Rule, e: &Entry| {
+        // The stale exact entry is also the nearest one: report it once.
+        if skipped
+            .iter()
+            .any(|s: &Skipped| s.gpu == e.gpu && s.shape == e.shape)
+        {
+            return;
+        }
+        skipped.push(Skipped {
+            rule,
+            gpu: e.gpu.clone(),
+            shape: e.shape.clone(),
+            family: e.family.clone(),
+            freshness: freshness(e),
+        })
+    };
+    let of_op = || db.entries.iter().filter(move |e| e.op == op);
+    let same_arch = |e: &&Entry| {
+        e.gpu != gpu && arch.is_some_and(|a| db.gpu(&e.gpu).is_some_and(|g| g.arch == a))
+    };
+    let mut found = None;
+    if let Some(e) = db.get(gpu, op, shape) {
+        if freshness(e) == Freshness::Current {
+            found = Some((Rule::Exact, e, 0.0));
+        } else {
+            pass_over(Rule::Exact, e);
+        }
+    }
+    for rule in [Rule::Nearest, Rule::SameArch] {
+        if found.is_some() {
+            break;
+        }
+        let of_rule = |e: &&Entry| match rule {
+            Rule::Nearest => e.gpu == gpu,
+            _ => same_arch(e),
+        };
+        // The nearest entry of any freshness first, so that a stale one that would have won
+        // is reported.
+        if let Some((e, _)) = nearest(of_op().filter(of_rule), shape) {
+            if freshness(e) != Freshness::Current {
+                pass_over(rule, e);
+            }
+        }
+        let current = |e: &&Entry| of_rule(e) && freshness(e) == Freshness::Current;
+        found = nearest(of_op().filter(current), shape).map(|(e, d)| (rule, e, d));
+    }
+    match found {
+        Some((rule, e, distance)) => Choice {
+            rule,
+            family: e.family.clone(),
+            params: e.params.clone(),
+            entry: Some(e.clone()),
+            distance,
+            skipped,
+        },
+        None => {
+            let (family, params) = default_config(op);
+            Choice {
+                rule: Rule::Default,
+                family,
+                params,
+                entry: None,
+                distance: 0.0,
+                skipped,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::GpuRecord;
+    use crate::family::catalog::Catalog;
+    use crate::family::space::Limits;
+
+    fn gpu(name: &str, arch: &str) -> GpuRecord {
+        GpuRecord {
+            name: name.into(),
+            arch: arch.into(),
+            sms: 132,
+            clock_mhz: 1980,
+            fp32_peak_gflops: 66908.0,
+            memory_mib: 80000,
+            driver_version: "13.0".into(),
+            nvrtc_version: "13.0".into(),
+            copy_bandwidth_gbs: None,
+        }
+    }
+
+    fn entry(gpu: &str, op: Op, shape: &str, bm: i64, vs: f64) -> Entry {
+        let s = Shape::parse(op, shape).unwrap();
+        Entry {
+            gpu: gpu.into(),
+            op,
+            shape: s.label(op),
+            m: s.m,
+            n: s.n,
+            k: s.k,
+            family: "gemm_tile2d".into(),
+            kernel: format!("k{bm}"),
+            params: [("BM".to_string(), bm)].into_iter().collect(),
+            median_ms: 1.0,
+            min_ms: 1.0,
+            spread_pct: 0.0,
+            samples: 10,
+            gflops: 1.0,
+            gbs: 1.0,
+            cublas_median_ms: vs,
+            vs_cublas: vs,
+            pct_of_peak: 1.0,
+            max_rel_error: 0.0,
+            tolerance: 1e-5,
+            tried: 1,
+            failed: 0,
+            seed: 1,
+            date: "2026-01-01T00:00:00Z".into(),
+            tool_version: "0".into(),
+            checksum: cat().get("gemm_tile2d").unwrap().checksum.clone(),
+            partial: None,
+            produced_by: None,
+            also_measured: Vec::new(),
+        }
+    }
+
+    fn db() -> Database {
+        let mut db = Database::new();
+        db.upsert_gpu(gpu("H100", "sm_90"));
+        db.upsert_gpu(gpu("H200", "sm_90"));
+        db.upsert_gpu(gpu("4060", "sm_89"));
+        db.upsert(entry("H100", Op::Gemm, "1024x1024x1024", 64, 0.9));
+        db.upsert(entry("H100", Op::Gemm, "4096x4096x4096", 128, 0.9));
+        db.upsert(entry("H200", Op::Gemm, "2048x2048x2048", 256, 0.9));
+        db.upsert(entry("4060", Op::Gemm, "3000x3000x3000", 32, 0.9));
+        db
+    }
+
+    fn cat() -> Catalog {
+        Catalog::builtin().unwrap()
+    }
+
+    fn shape(s: &str) -> Shape {
+        Shape::parse(Op::Gemm, s).unwrap()
+    }
+
+    #[test]
+    fn exact_match_wins() {
+        let c = lookup(
+            &db(),
+            &cat(),
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("4096x4096x4096"),
+        );
+        assert_eq!(c.rule, Rule::Exact);
+        assert_eq!(c.params["BM"], 128);
+        assert_eq!(c.distance, 0.0);
+    }
+
+    #[test]
+    fn nearest_shape_on_the_same_gpu_in_log_space() {
+        // 1500^3 is nearer 1024^3 than 4096^3 in log space.
+        let c = lookup(
+            &db(),
+            &cat(),
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("1500x1500x1500"),
+        );
+        assert_eq!((c.rule, c.params["BM"]), (Rule::Nearest, 64));
+        let c = lookup(
+            &db(),
+            &cat(),
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("3000x3000x3000"),
+        );
+        assert_eq!((c.rule, c.params["BM"]), (Rule::Nearest, 128));
+        assert!(c.distance > 0.0);
+        // The H200 entry at 2048^3 is exact-nearer, but it belongs to another GPU.
+        let c = lookup(
+            &db(),
+            &cat(),
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("2048x2048x2048"),
+        );
+        assert_eq!(c.rule, Rule::Nearest);
+        assert_ne!(c.entry.unwrap().gpu, "H200");
+    }
+
+    #[test]
+    fn another_gpu_of_the_same_arch_then_default() {
+        let c = lookup(
+            &db(),
+            &cat(),
+            "GH200",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("2000x2000x2000"),
+        );
+        assert_eq!(c.rule, Rule::SameArch);
+        assert_eq!(c.entry.as_ref().unwrap().gpu, "H200");
+        // The 4060 is sm_89: never used for an sm_90 GPU.
+        let c = lookup(
+            &db(),
+            &cat(),
+            "GH200",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("3000x3000x3000"),
+        );
+        assert_ne!(c.entry.unwrap().gpu, "4060");
+        // Unknown arch, or no entry of the op: the default.
+        let c = lookup(
+            &db(),
+            &cat(),
+            "GH200",
+            None,
+            Op::Gemm,
+            shape("2000x2000x2000"),
+        );
+        assert_eq!(c.rule, Rule::Default);
+        let v = Shape::parse(Op::Gemv, "4096x4096").unwrap();
+        let c = lookup(&db(), &cat(), "H100", Some("sm_90"), Op::Gemv, v);
+        assert_eq!(
+            (c.rule, c.family.as_str()),
+            (Rule::Default, "gemv_warp_row")
+        );
+        assert!(c.describe(Op::Gemv, v).contains("built-in default"));
+    }
+
+    #[test]
+    fn defaults_are_valid_configs_of_their_families() {
+        let cat = Catalog::builtin().unwrap();
+        let limits = Limits::for_arch(61).unwrap();
+        for op in Op::ALL {
+            let (family, params) = default_config(op);
+            let fam = cat.get(&family).unwrap();
+            let config = crate::family::space::Config { family, params };
+            assert!(
+                fam.space.enumerate().contains(&config),
+                "{op} default not in its space"
+            );
+            // Shape-dependent constraints only prune for tuning speed (every template is
+            // correct for every shape), so check the device limits on a large shape.
+            let n = if op == Op::Gemm { 4096 } else { 1 };
+            let s = Shape {
+                m: 4096,
+                n,
+                k: 4096,
+            };
+            assert_eq!(fam.space.reject_reason(&config, s, &limits).unwrap(), None);
+        }
+    }
+
+    #[test]
+    fn distance_is_symmetric_log_space() {
+        let (a, b, c) = (
+            shape("1024x1024x1024"),
+            shape("2048x2048x2048"),
+            shape("4096x4096x4096"),
+        );
+        assert!((distance(a, b) - distance(b, c)).abs() < 1e-12);
+        assert_eq!(distance(a, b), distance(b, a));
+        assert_eq!(distance(a, a), 0.0);
+    }
+
+    #[test]
+    fn stale_entries_are_passed_over_and_reported() {
+        let mut db = db();
+        let mut stale = entry("H100", Op::Gemm, "4096x4096x4096", 256, 2.0);
+        stale.checksum = "0".repeat(64);
+        db.upsert(stale);
+        let c = lookup(
+            &db,
+            &cat(),
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("4096x4096x4096"),
+        );
+        // The exact entry is stale: the nearest current one of this GPU serves instead.
+        assert_eq!(c.rule, Rule::Nearest);
+        assert_eq!(c.params["BM"], 64);
+        assert_eq!(c.skipped.len(), 1, "{:?}", c.skipped);
+        assert_eq!(c.skipped[0].rule, Rule::Exact);
+        assert_eq!(c.skipped[0].freshness, Freshness::Stale);
+        assert!(c
+            .describe(Op::Gemm, shape("4096x4096x4096"))
+            .contains("passed over the exact entry"));
+    }
+
+    #[test]
+    fn entries_of_unknown_families_are_never_chosen() {
+        let mut db = Database::new();
+        db.upsert_gpu(gpu("H100", "sm_90"));
+        let mut e = entry("H100", Op::Gemm, "1024x1024x1024", 64, 2.0);
+        e.family = "gemm_from_the_future".into();
+        db.upsert(e);
+        let c = lookup(
+            &db,
+            &cat(),
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("1024x1024x1024"),
+        );
+        assert_eq!(c.rule, Rule::Default);
+        assert_eq!(c.skipped.len(), 1);
+        assert_eq!(c.skipped[0].freshness, Freshness::UnknownFamily);
+    }
+}

@@ -1,0 +1,6 @@
+//! What a product links: the runtime ([`runtime`], [`crate::Tuned`]), the lookup that picks a
+//! config for a shape ([`lookup`]), and the exports (CUDA header, cubin) ([`export`]).
+
+pub mod export;
+pub mod lookup;
+pub mod runtime;

@@ -1,0 +1,386 @@
+//! What a product calls: database lookup with fallback, compile on first use (memory, then disk
+//! cache, then NVRTC), and launch on the product's own device buffers.
+//!
+//! ```no_run
+//! use autotune::product::runtime::Tuned;
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let ctx = cudarc::driver::CudaContext::new(0)?;
+//! let tuned = Tuned::from_toml_str(&ctx, include_str!("../results/tuning.toml"))?;
+//! let stream = ctx.default_stream();
+//! let (m, n, k) = (512, 512, 512);
+//! let a = stream.alloc_zeros::<f32>(m * k)?;
+//! let b = stream.alloc_zeros::<f32>(k * n)?;
+//! let mut c = stream.alloc_zeros::<f32>(m * n)?;
+//! tuned.gemm(&stream, m, n, k, &a, &b, &mut c)?;
+//! let shape = autotune::Shape { m: 512, n: 512, k: 512 };
+//! println!("{}", tuned.explain(autotune::Op::Gemm, shape).describe(autotune::Op::Gemm, shape));
+//! # Ok(()) }
+//! ```
+
+use crate::cuda::bench;
+use crate::cuda::device::{self, DeviceError};
+use crate::cuda::nvrtc::{self, DiskCache};
+use crate::db::{Database, DbError};
+use crate::family::catalog::{Catalog, CatalogError, Kernel};
+use crate::family::space::Launch;
+use crate::gpu::{Arch, DeviceInfo};
+use crate::problem::{Op, Shape, ShapeError};
+use crate::product::lookup::{self, Choice, Rule};
+use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream};
+use std::collections::HashMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+/// Why a tuned call could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The database could not be read.
+    #[error(transparent)]
+    Db(#[from] DbError),
+    /// The built-in families could not be loaded.
+    #[error(transparent)]
+    Catalog(#[from] CatalogError),
+    /// The device could not be queried.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// The shape is invalid.
+    #[error(transparent)]
+    Shape(#[from] ShapeError),
+    /// A buffer is shorter than the shape needs.
+    #[error("{op} {shape}: buffer {buffer} has {got} elements, the shape needs {need}")]
+    BufferLength {
+        /// The op.
+        op: Op,
+        /// The shape label.
+        shape: String,
+        /// Which buffer.
+        buffer: &'static str,
+        /// Its length.
+        got: usize,
+        /// The length the shape needs.
+        need: usize,
+    },
+    /// The chosen config is not in its family's space any more, or cannot launch here.
+    #[error("{op} {shape}: config {family} {params} cannot be launched: {reason}")]
+    Config {
+        /// The op.
+        op: Op,
+        /// The shape label.
+        shape: String,
+        /// The family.
+        family: String,
+        /// Its parameters.
+        params: String,
+        /// Why.
+        reason: String,
+    },
+    /// NVRTC failed.
+    #[error(transparent)]
+    Compile(#[from] nvrtc::CompileError),
+    /// Loading or launching failed.
+    #[error("{op} {shape}: kernel {kernel}: {reason}")]
+    Launch {
+        /// The op.
+        op: Op,
+        /// The shape label.
+        shape: String,
+        /// The kernel.
+        kernel: String,
+        /// The driver's error.
+        reason: String,
+    },
+}
+
+/// Counters of the module cache, for logs and tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Kernels compiled with NVRTC.
+    pub compiled: usize,
+    /// Kernels loaded from the disk cache.
+    pub disk_hits: usize,
+    /// Shapes resolved (lookup + module) so far.
+    pub shapes: usize,
+}
+
+#[derive(Clone)]
+struct Ready {
+    func: CudaFunction,
+    launch: Launch,
+    kernel: String,
+}
+
+/// A tuning database bound to a CUDA context: the product's entry point.
+pub struct Tuned {
+    db: Database,
+    catalog: Catalog,
+    ctx: Arc<CudaContext>,
+    info: DeviceInfo,
+    disk: Option<DiskCache>,
+    nvrtc: Mutex<Option<String>>,
+    modules: Mutex<HashMap<String, CudaFunction>>,
+    ready: RwLock<HashMap<(Op, Shape), Ready>>,
+    compiled: AtomicUsize,
+    disk_hits: AtomicUsize,
+    quiet: bool,
+}
+
+impl Tuned {
+    /// Loads the database at `path` for the device of `ctx`.
+    pub fn from_path(ctx: &Arc<CudaContext>, path: &Path) -> Result<Tuned, RuntimeError> {
+        Self::new(ctx, Database::load(path)?)
+    }
+
+    /// Parses a database embedded in the product (e.g. `include_str!`).
+    pub fn from_toml_str(ctx: &Arc<CudaContext>, text: &str) -> Result<Tuned, RuntimeError> {
+        Self::new(
+            ctx,
+            Database::from_toml_str(text, "embedded tuning database")?,
+        )
+    }
+
+    /// Binds `db` to the device of `ctx`, with the user's disk cache
+    /// ([`DiskCache::user_default`]).
+    pub fn new(ctx: &Arc<CudaContext>, db: Database) -> Result<Tuned, RuntimeError> {
+        Ok(Tuned {
+            db,
+            catalog: Catalog::builtin()?,
+            ctx: ctx.clone(),
+            info: device::query(ctx)?,
+            disk: DiskCache::user_default(),
+            nvrtc: Mutex::new(None),
+            modules: Mutex::new(HashMap::new()),
+            ready: RwLock::new(HashMap::new()),
+            compiled: AtomicUsize::new(0),
+            disk_hits: AtomicUsize::new(0),
+            quiet: false,
+        })
+    }
+
+    /// Uses `cache` for compiled kernels (`None`: compile on every start).
+    pub fn with_disk_cache(mut self, cache: Option<DiskCache>) -> Tuned {
+        self.disk = cache;
+        self
+    }
+
+    /// Don't log fallbacks to stderr.
+    pub fn quiet(mut self) -> Tuned {
+        self.quiet = true;
+        self
+    }
+
+    /// The device this runtime launches on.
+    pub fn device(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The config the runtime launches for `op` on `shape`, and which rule chose it.
+    pub fn explain(&self, op: Op, shape: Shape) -> Choice {
+        let arch = self.info.arch.to_string();
+        lookup::lookup(
+            &self.db,
+            &self.catalog,
+            &self.info.name,
+            Some(&arch),
+            op,
+            shape,
+        )
+    }
+
+    /// Module cache counters.
+    pub fn stats(&self) -> CacheStats {
+        CacheStats {
+            compiled: self.compiled.load(Ordering::Relaxed),
+            disk_hits: self.disk_hits.load(Ordering::Relaxed),
+            shapes: self.ready.read().map(|r| r.len()).unwrap_or(0),
+        }
+    }
+
+    /// `c = a b` (row-major; a `m x k`, b `k x n`, c `m x n`) with the tuned kernel for the shape.
+    #[allow(clippy::too_many_arguments)]
+    pub fn gemm(
+        &self,
+        stream: &Arc<CudaStream>,
+        m: usize,
+        n: usize,
+        k: usize,
+        a: &CudaSlice<f32>,
+        b: &CudaSlice<f32>,
+        c: &mut CudaSlice<f32>,
+    ) -> Result<(), RuntimeError> {
+        let shape = Shape::new(Op::Gemm, m as u64, n as u64, k as u64)?;
+        self.check(
+            Op::Gemm,
+            shape,
+            &[
+                ("a", a.len(), m * k),
+                ("b", b.len(), k * n),
+                ("c", c.len(), m * n),
+            ],
+        )?;
+        self.run(stream, Op::Gemm, shape, a, b, c)
+    }
+
+    /// `y = a x` (a row-major `m x k`) with the tuned kernel for the shape.
+    pub fn gemv(
+        &self,
+        stream: &Arc<CudaStream>,
+        m: usize,
+        k: usize,
+        a: &CudaSlice<f32>,
+        x: &CudaSlice<f32>,
+        y: &mut CudaSlice<f32>,
+    ) -> Result<(), RuntimeError> {
+        let shape = Shape::new(Op::Gemv, m as u64, 1, k as u64)?;
+        self.check(
+            Op::Gemv,
+            shape,
+            &[("a", a.len(), m * k), ("x", x.len(), k), ("y", y.len(), m)],
+        )?;
+        self.run(stream, Op::Gemv, shape, a, x, y)
+    }
+
+    fn check(
+        &self,
+        op: Op,
+        shape: Shape,
+        bufs: &[(&'static str, usize, usize)],
+    ) -> Result<(), RuntimeError> {
+        for &(buffer, got, need) in bufs {
+            if got < need {
+                return Err(RuntimeError::BufferLength {
+                    op,
+                    shape: shape.label(op),
+                    buffer,
+                    got,
+                    need,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn run(
+        &self,
+        stream: &Arc<CudaStream>,
+        op: Op,
+        shape: Shape,
+        a: &CudaSlice<f32>,
+        b: &CudaSlice<f32>,
+        out: &mut CudaSlice<f32>,
+    ) -> Result<(), RuntimeError> {
+        let go = |r: &Ready, out: &mut CudaSlice<f32>| {
+            bench::launch(
+                stream,
+                &r.func,
+                r.launch,
+                op,
+                shape,
+                a,
+                b,
+                &mut out.as_view_mut(),
+            )
+            .map_err(|reason| RuntimeError::Launch {
+                op,
+                shape: shape.label(op),
+                kernel: r.kernel.clone(),
+                reason,
+            })
+        };
+        // Hot path: one read lock and a hash lookup per call once the shape is resolved; the
+        // launch happens under the read guard, so nothing is cloned.
+        if let Ok(map) = self.ready.read() {
+            if let Some(r) = map.get(&(op, shape)) {
+                return go(r, out);
+            }
+        }
+        let r = self.resolve(op, shape)?;
+        go(&r, out)
+    }
+
+    /// Lookup, launch geometry, module: once per (op, shape).
+    fn resolve(&self, op: Op, shape: Shape) -> Result<Ready, RuntimeError> {
+        let choice = self.explain(op, shape);
+        if choice.rule != Rule::Exact && !self.quiet {
+            eprintln!("autotune: {}", choice.describe(op, shape));
+        }
+        let config_err = |reason: String| RuntimeError::Config {
+            op,
+            shape: shape.label(op),
+            family: choice.family.clone(),
+            params: format!("{:?}", choice.params),
+            reason,
+        };
+        let family = self
+            .catalog
+            .get(&choice.family)
+            .map_err(|e| config_err(e.to_string()))?;
+        let config = choice.config();
+        let Kernel { source, launch } = family
+            .kernel(&config, shape, &self.info.limits)
+            .map_err(|e| config_err(e.to_string()))?;
+        let func = self.function(&source, op, shape, launch)?;
+        let ready = Ready {
+            func,
+            launch,
+            kernel: source.kernel_name.clone(),
+        };
+        if let Ok(mut r) = self.ready.write() {
+            r.insert((op, shape), ready.clone());
+        }
+        Ok(ready)
+    }
+
+    /// The loaded function for `source`: memory, then disk, then NVRTC.
+    fn function(
+        &self,
+        source: &crate::family::catalog::Source,
+        op: Op,
+        shape: Shape,
+        launch: Launch,
+    ) -> Result<CudaFunction, RuntimeError> {
+        // One lock for the whole load: two threads never compile the same kernel twice.
+        let mut modules = self.modules.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(f) = modules.get(&source.kernel_name) {
+            return Ok(f.clone());
+        }
+        let arch: Arch = self.info.arch;
+        let nvrtc = {
+            let mut v = self.nvrtc.lock().unwrap_or_else(|p| p.into_inner());
+            if v.is_none() {
+                *v = Some(nvrtc::nvrtc_version()?);
+            }
+            v.clone().unwrap_or_default()
+        };
+        let cached = self.disk.as_ref().and_then(|d| d.get(&nvrtc, arch, source));
+        let compiled = match cached {
+            Some(c) => {
+                self.disk_hits.fetch_add(1, Ordering::Relaxed);
+                c
+            }
+            None => {
+                let c = nvrtc::compile(source, arch)?;
+                self.compiled.fetch_add(1, Ordering::Relaxed);
+                if let Some(d) = &self.disk {
+                    // A cache that cannot be written only costs a compile next time.
+                    let _ = d.put(&nvrtc, &c, source);
+                }
+                c
+            }
+        };
+        let func = bench::load_function(
+            &self.ctx,
+            &compiled.cubin,
+            &source.kernel_name,
+            launch.dynamic_shared_bytes,
+        )
+        .map_err(|reason| RuntimeError::Launch {
+            op,
+            shape: shape.label(op),
+            kernel: source.kernel_name.clone(),
+            reason,
+        })?;
+        modules.insert(source.kernel_name.clone(), func.clone());
+        Ok(func)
+    }
+}

@@ -1,0 +1,97 @@
+//! Where candidates run: in this process (a [`Bench`]) or in worker processes ([`Isolated`]),
+//! so that a faulting or hanging kernel is a failed candidate, not a failed run. Every path that
+//! runs a kernel it did not write (tuning, re-checks, cross-GPU runs) goes through it.
+
+use crate::cuda::bench::{Bench, RunError};
+use crate::cuda::device::Device;
+use crate::cuda::isolate::{Isolated, WorkerSettings};
+use crate::cuda::nvrtc::Compiled;
+use crate::family::space::Launch;
+use crate::measure::outcome::{Failure, Measured};
+use crate::measure::timing::{Stats, TimingSettings};
+use crate::problem::{Op, Shape};
+
+/// Runs candidates in this process or in worker processes.
+pub enum Evaluator<'d> {
+    /// In this process: a faulting kernel ends it.
+    InProcess(Bench<'d>),
+    /// In worker processes, restarted after a fault.
+    Isolated(Isolated),
+}
+
+impl<'d> Evaluator<'d> {
+    /// Prepares `op` on `shape` on `dev`: in this process, or with `isolation` in a worker
+    /// process. The problem is checked against the device's memory first, so a shape too
+    /// large fails before any compile work.
+    pub fn open(
+        dev: &'d Device,
+        op: Op,
+        shape: Shape,
+        seed: u64,
+        timing: TimingSettings,
+        isolation: Option<&WorkerSettings>,
+    ) -> Result<Evaluator<'d>, RunError> {
+        Ok(match isolation {
+            None => Evaluator::InProcess(Bench::new(dev, op, shape, seed, timing)?),
+            Some(settings) => {
+                Bench::check_fits(dev, op, shape)?;
+                Evaluator::Isolated(Isolated::new(
+                    settings.clone(),
+                    dev.info.ordinal,
+                    op,
+                    shape,
+                    seed,
+                    timing,
+                ))
+            }
+        })
+    }
+
+    /// cuBLAS's time and error.
+    pub fn baseline(&mut self) -> Result<(Stats, f64), RunError> {
+        match self {
+            Evaluator::InProcess(b) => b.baseline(),
+            Evaluator::Isolated(w) => w.baseline(),
+        }
+    }
+
+    /// Validates then times one compiled kernel; `best_ms` lets it stop sampling a loser early.
+    pub fn evaluate(
+        &mut self,
+        compiled: &Compiled,
+        launch: Launch,
+        best_ms: Option<f64>,
+    ) -> Result<Result<Measured, Failure>, RunError> {
+        match self {
+            Evaluator::InProcess(b) => match b.load(compiled, launch) {
+                Ok(loaded) => b.evaluate(&loaded, best_ms),
+                Err(f) => Ok(Err(f)),
+            },
+            Evaluator::Isolated(w) => w.evaluate(compiled, launch, best_ms),
+        }
+    }
+
+    /// Validates one compiled kernel without timing it: its largest relative error, or why
+    /// it failed.
+    pub fn check(
+        &mut self,
+        compiled: &Compiled,
+        launch: Launch,
+    ) -> Result<Result<f64, Failure>, RunError> {
+        match self {
+            Evaluator::InProcess(b) => match b.load(compiled, launch) {
+                Ok(loaded) => b.check(&loaded),
+                Err(f) => Ok(Err(f)),
+            },
+            Evaluator::Isolated(w) => w.check(compiled, launch),
+        }
+    }
+
+    /// Worker processes replaced so far.
+    pub fn restarts(&self) -> u32 {
+        match self {
+            Evaluator::InProcess(_) => 0,
+            Evaluator::Isolated(w) => w.restarts(),
+        }
+    }
+}

@@ -1,0 +1,157 @@
+//! Planning a run: every family of the op (or those named) enumerated, pruned against the
+//! device's limits and instantiated for the shape.
+
+use crate::family::catalog::{Catalog, Source};
+use crate::family::space::{Config, Launch, Limits, SpaceError};
+use crate::problem::{Op, Shape};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// Why nothing could be planned.
+#[derive(Debug, thiserror::Error)]
+pub enum PlanError {
+    /// A space could not be evaluated.
+    #[error(transparent)]
+    Space(#[from] SpaceError),
+    /// No family computes the op, or the filter matched none.
+    #[error("no kernel family for op {op}{filter}: known families are {known}")]
+    NoFamily {
+        /// The op.
+        op: Op,
+        /// The filter, if any.
+        filter: String,
+        /// What exists.
+        known: String,
+    },
+    /// Every config was pruned.
+    #[error(
+        "every config of every {op} family was pruned for shape {shape} on this device: {detail}"
+    )]
+    NothingValid {
+        /// The op.
+        op: Op,
+        /// The shape label.
+        shape: String,
+        /// Per-family rejection counts.
+        detail: String,
+    },
+}
+
+/// How many configs a family has and how many survived pruning.
+#[derive(Debug, Clone, Serialize)]
+pub struct FamilyCount {
+    /// The family.
+    pub family: String,
+    /// Size of its cartesian product.
+    pub total: usize,
+    /// Survivors of pruning.
+    pub valid: usize,
+    /// Rejections per constraint.
+    pub rejected_by: BTreeMap<String, usize>,
+}
+
+/// A candidate ready to compile and run.
+#[derive(Debug, Clone)]
+pub struct Planned {
+    /// The config.
+    pub config: Config,
+    /// Its instantiated source.
+    pub source: Source,
+    /// Its launch on the shape.
+    pub launch: Launch,
+    /// The family's checksum.
+    pub checksum: String,
+}
+
+/// Enumerates, prunes and instantiates every family of `op` (or those named) for `shape`.
+pub fn plan(
+    catalog: &Catalog,
+    op: Op,
+    shape: Shape,
+    limits: &Limits,
+    families: &[String],
+) -> Result<(Vec<FamilyCount>, Vec<Planned>), PlanError> {
+    let chosen: Vec<_> = catalog
+        .for_op(op)
+        .filter(|f| families.is_empty() || families.iter().any(|n| n == f.name()))
+        .collect();
+    if chosen.is_empty() {
+        return Err(PlanError::NoFamily {
+            op,
+            filter: if families.is_empty() {
+                String::new()
+            } else {
+                format!(" named {}", families.join(", "))
+            },
+            known: catalog
+                .families()
+                .iter()
+                .map(|f| format!("{} ({})", f.name(), f.space.op))
+                .collect::<Vec<_>>()
+                .join(", "),
+        });
+    }
+    let mut counts = Vec::new();
+    let mut planned = Vec::new();
+    for fam in chosen {
+        let pruned = fam.space.prune(shape, limits)?;
+        counts.push(FamilyCount {
+            family: fam.name().to_string(),
+            total: pruned.total,
+            valid: pruned.valid.len(),
+            rejected_by: pruned.rejected_by.clone(),
+        });
+        for config in pruned.valid {
+            let kernel = match fam.kernel(&config, shape, limits) {
+                Ok(k) => k,
+                // Grid too large for this shape: not a candidate here.
+                Err(SpaceError::Invalid { .. }) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            planned.push(Planned {
+                source: kernel.source,
+                config,
+                launch: kernel.launch,
+                checksum: fam.checksum.clone(),
+            });
+        }
+    }
+    if planned.is_empty() {
+        return Err(PlanError::NothingValid {
+            op,
+            shape: shape.label(op),
+            detail: counts
+                .iter()
+                .map(|c| format!("{}: {:?}", c.family, c.rejected_by))
+                .collect::<Vec<_>>()
+                .join("; "),
+        });
+    }
+    Ok((counts, planned))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plan_covers_every_family_of_the_op() {
+        let cat = Catalog::builtin().unwrap();
+        let limits = Limits::for_arch(90).unwrap();
+        let shape = Shape {
+            m: 1000,
+            n: 1000,
+            k: 1000,
+        };
+        let (counts, planned) = plan(&cat, Op::Gemm, shape, &limits, &[]).unwrap();
+        assert!(counts.len() >= 2);
+        let valid: usize = counts.iter().map(|c| c.valid).sum();
+        assert_eq!(valid, planned.len());
+        let (only, _) = plan(&cat, Op::Gemm, shape, &limits, &["gemm_tiled".into()]).unwrap();
+        assert_eq!(only.len(), 1);
+        assert!(matches!(
+            plan(&cat, Op::Gemm, shape, &limits, &["nope".into()]),
+            Err(PlanError::NoFamily { .. })
+        ));
+    }
+}

@@ -1,0 +1,540 @@
+//! One tuning run, end to end: plan (enumerate, prune, instantiate), compile in parallel,
+//! validate and time each candidate against cuBLAS, and summarise. Also the GPU-free dry run.
+
+use crate::cuda::bench::RunError;
+use crate::cuda::device::Device;
+use crate::cuda::isolate::WorkerSettings;
+use crate::cuda::nvrtc::{self, CompileError, Compiled, DiskCache};
+use crate::family::catalog::{Catalog, Source};
+use crate::family::space::{Limits, SpaceError};
+use crate::gpu::Arch;
+use crate::measure::outcome::{Failure, Measured, Stage};
+use crate::measure::timing::TimingSettings;
+use crate::problem::{Op, Shape};
+use crate::search::{self, Strategy, Trial};
+use crate::tuning::evaluator::Evaluator;
+use crate::tuning::journal::{self, CandidateRecord, Header, JournalError, Record, Recorded};
+use crate::tuning::outcome::{CandidateResult, DryRunFamily, DryRunReport, TuneReport};
+use crate::tuning::plan::{plan, PlanError, Planned};
+use serde::Serialize;
+use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Instant;
+
+/// Why a tuning run could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum TuneError {
+    /// A space could not be evaluated.
+    #[error(transparent)]
+    Space(#[from] SpaceError),
+    /// The GPU or cuBLAS failed.
+    #[error(transparent)]
+    Run(#[from] RunError),
+    /// NVRTC is missing or cannot target the arch.
+    #[error(transparent)]
+    Compile(#[from] CompileError),
+    /// The run journal could not be written or resumed.
+    #[error(transparent)]
+    Journal(#[from] JournalError),
+    /// The arch is not in this build's table of limits ([`crate::gpu::ARCHS`]).
+    #[error("{arch} is unknown to this build's limit table (known: sm_50..sm_121)")]
+    UnknownArch {
+        /// The arch asked for.
+        arch: Arch,
+    },
+    /// No family to plan, or every config was pruned.
+    #[error(transparent)]
+    Plan(#[from] PlanError),
+}
+
+/// Phases a progress display can follow.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Phase {
+    /// NVRTC compilation.
+    Compile,
+    /// Validation and timing.
+    Benchmark,
+}
+
+/// Receives progress; the CLI draws bars with it. All methods may be called from many threads.
+pub trait Progress: Sync {
+    /// A phase begins with `total` steps.
+    fn start(&self, _phase: Phase, _total: u64) {}
+    /// One step of `phase` finished; `message` says which.
+    fn step(&self, _phase: Phase, _message: &str) {}
+    /// The phase ended.
+    fn finish(&self, _phase: Phase) {}
+}
+
+/// A progress sink that shows nothing.
+pub struct Silent;
+impl Progress for Silent {}
+
+/// Options of a tuning run.
+#[derive(Debug, Clone)]
+pub struct TuneOptions {
+    /// Seed of the random inputs.
+    pub seed: u64,
+    /// How candidates are timed.
+    pub timing: TimingSettings,
+    /// Only these families (all of the op's when empty).
+    pub families: Vec<String>,
+    /// Stop after this many evaluations.
+    pub budget: Option<usize>,
+    /// Run candidates in worker processes (`None`: in this process, where a faulting kernel
+    /// ends the run).
+    pub isolation: Option<WorkerSettings>,
+    /// Append every finished candidate to this journal file.
+    pub journal: Option<PathBuf>,
+    /// Continue the run recorded in `journal` instead of starting afresh.
+    pub resume: bool,
+    /// Set from outside (Ctrl-C) to stop after the current candidate; the report is partial.
+    pub stop: Option<Arc<AtomicBool>>,
+    /// A wall-clock limit (`--time`): no candidate starts after it; the report is partial.
+    pub deadline: Option<Instant>,
+    /// The on-disk compile cache shared with the runtime (`None`: compile everything).
+    pub disk_cache: Option<DiskCache>,
+}
+
+impl Default for TuneOptions {
+    fn default() -> Self {
+        TuneOptions {
+            seed: 0x5EED,
+            timing: TimingSettings::default(),
+            families: Vec::new(),
+            budget: None,
+            isolation: None,
+            journal: None,
+            resume: false,
+            stop: None,
+            deadline: None,
+            disk_cache: None,
+        }
+    }
+}
+
+/// The key under which a candidate is found again in a journal.
+fn journal_key(family: &str, params: &BTreeMap<String, i64>, checksum: &str) -> String {
+    format!(
+        "{family}|{}|{checksum}",
+        crate::family::space::params_label(params)
+    )
+}
+
+/// Tunes `op` on `shape` on `dev`: every valid config of every family (or what `strategy`
+/// picks), validated then timed, with cuBLAS timed the same way as the baseline. With
+/// `opts.isolation` candidates run in worker processes, so a faulting or hanging kernel is a
+/// failed candidate, not a failed run; with `opts.journal` each finished candidate is
+/// recorded at once, and `opts.resume` skips the candidates a journal already holds.
+#[allow(clippy::too_many_arguments)]
+pub fn tune(
+    dev: &Device,
+    catalog: &Catalog,
+    cache: &nvrtc::Cache,
+    op: Op,
+    shape: Shape,
+    opts: &TuneOptions,
+    strategy: &mut dyn Strategy,
+    progress: &dyn Progress,
+) -> Result<TuneReport, TuneError> {
+    let start = Instant::now();
+    let (families, planned) = plan(catalog, op, shape, &dev.info.limits, &opts.families)?;
+    let nvrtc = nvrtc::nvrtc_version()?;
+    nvrtc::check_arch(dev.info.arch)?;
+
+    // The problem first: a shape too large for the device fails before any compile work.
+    let mut evaluator = Evaluator::open(
+        dev,
+        op,
+        shape,
+        opts.seed,
+        opts.timing,
+        opts.isolation.as_ref(),
+    )?;
+
+    // Candidates an interrupted run already finished are taken from its journal.
+    let header = Header {
+        journal: journal::JOURNAL_VERSION,
+        gpu: dev.info.name.clone(),
+        op,
+        shape,
+        seed: opts.seed,
+        timing: opts.timing,
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        arch: Some(dev.info.arch.to_string()),
+        sms: Some(dev.info.sms),
+    };
+    let Resumed {
+        mut results,
+        trials: resumed_trials,
+        mut writer,
+    } = open_journal(opts, &header, &planned)?;
+    let resumed = resumed_trials.len();
+
+    // Compile what is left to run on every core in the background, in the order the search
+    // is likely to want it, while the GPU benchmarks what is ready.
+    let mut done = vec![false; planned.len()];
+    for t in &resumed_trials {
+        done[t.index] = true;
+    }
+    let todo: Vec<usize> = (0..planned.len()).filter(|&i| !done[i]).collect();
+    let sources: Vec<Source> = planned.iter().map(|p| p.source.clone()).collect();
+    let caches = nvrtc::Caches {
+        memory: cache,
+        disk: opts.disk_cache.as_ref().map(|d| (d, nvrtc.as_str())),
+    };
+    let t_compile = Instant::now();
+    let compile_end = std::sync::Mutex::new(t_compile);
+    progress.start(Phase::Compile, todo.len() as u64);
+    let on_done = |r: &Result<Compiled, CompileError>| {
+        let msg = match r {
+            Ok(c) => c.kernel_name.clone(),
+            Err(e) => format!(
+                "failed: {}",
+                e.to_string().lines().next().unwrap_or_default()
+            ),
+        };
+        progress.step(Phase::Compile, &msg);
+    };
+    let pipeline = nvrtc::Pipeline::new(&sources, dev.info.arch, caches, todo.clone(), &on_done);
+
+    let t_bench = Instant::now();
+    let bench = |pipeline: &nvrtc::Pipeline| -> Result<_, TuneError> {
+        let (baseline, baseline_error) = evaluator.baseline()?;
+        if let Some(w) = writer.as_mut() {
+            w.record(&Record::Baseline {
+                stats: baseline,
+                error: baseline_error,
+            })?;
+        }
+        let mut best: Option<f64> = results
+            .iter()
+            .filter_map(|r| r.median_ms())
+            .min_by(f64::total_cmp);
+        progress.start(Phase::Benchmark, todo.len() as u64);
+        let stop_flag = opts.stop.clone();
+        let deadline = opts.deadline;
+        let stop = move || {
+            stop_flag.as_ref().is_some_and(|f| f.load(Ordering::SeqCst))
+                || deadline.is_some_and(|d| Instant::now() >= d)
+        };
+        let eval = |i: usize| -> Result<Option<f64>, TuneError> {
+            let p = &planned[i];
+            let outcome = match pipeline.get(i).as_ref() {
+                Err(e) => Err(Failure {
+                    stage: Stage::Compile,
+                    reason: e.to_string(),
+                }),
+                Ok(c) => evaluator.evaluate(c, p.launch, best)?,
+            };
+            let time = outcome.as_ref().ok().map(|m| m.stats.median_ms);
+            if let Some(t) = time {
+                best = Some(best.map_or(t, |b: f64| b.min(t)));
+            }
+            progress.step(
+                Phase::Benchmark,
+                &step_message(&p.source.kernel_name, &outcome),
+            );
+            let result = CandidateResult {
+                family: p.config.family.clone(),
+                kernel: p.source.kernel_name.clone(),
+                params: p.config.params.clone(),
+                outcome,
+            };
+            if let Some(w) = writer.as_mut() {
+                w.record(&Record::Candidate(CandidateRecord {
+                    family: result.family.clone(),
+                    kernel: result.kernel.clone(),
+                    params: result.params.clone(),
+                    checksum: p.checksum.clone(),
+                    outcome: result.outcome.clone(),
+                }))?;
+            }
+            results.push(result);
+            Ok(time)
+        };
+        // What the search sees: each candidate's family, parameters and model estimate.
+        let machine = crate::tuning::model::Machine::for_device(&dev.info);
+        let space = crate::tuning::model::candidates(
+            catalog,
+            planned.iter().map(|p| (&p.config, &p.launch)),
+            op,
+            shape,
+            &dev.info.limits,
+            &machine,
+        );
+        let searched = search::run(strategy, &space, opts.budget, resumed_trials, &stop, eval)?;
+        progress.finish(Phase::Benchmark);
+        if let Some(w) = writer.as_mut() {
+            w.record(&Record::End {
+                partial: searched.interrupted,
+            })?;
+        }
+        Ok((baseline, baseline_error, searched))
+    };
+    let outcome = std::thread::scope(|scope| {
+        let threads = rayon::current_num_threads().max(1);
+        for _ in 0..threads {
+            scope.spawn(|| {
+                pipeline.work();
+                if let Ok(mut end) = compile_end.lock() {
+                    *end = (*end).max(Instant::now());
+                }
+            });
+        }
+        let r = bench(&pipeline);
+        // An interrupted or failed search leaves the rest uncompiled.
+        pipeline.cancel();
+        r
+    });
+    progress.finish(Phase::Compile);
+    let (baseline, baseline_error, searched) = outcome?;
+    let compile_s = compile_end
+        .lock()
+        .map_or(0.0, |e| e.duration_since(t_compile).as_secs_f64());
+    let compiled_now = pipeline.compiled_now();
+    let checksums = catalog
+        .for_op(op)
+        .map(|f| (f.name().to_string(), f.checksum.clone()))
+        .collect();
+    Ok(TuneReport {
+        op,
+        shape,
+        gpu: dev.info.record(&nvrtc),
+        families,
+        strategy: strategy.name().to_string(),
+        baseline,
+        baseline_error,
+        results,
+        seed: opts.seed,
+        tolerance: crate::measure::verify::tolerance(shape.k),
+        compile_s,
+        bench_s: t_bench.elapsed().as_secs_f64(),
+        wall_s: start.elapsed().as_secs_f64(),
+        checksums,
+        partial: searched.interrupted,
+        resumed,
+        worker_restarts: evaluator.restarts(),
+        journal: opts.journal.clone(),
+        compiled_now,
+    })
+}
+
+/// The validation of one config on one shape.
+#[derive(Debug, Clone, Serialize)]
+pub struct Validation {
+    /// The family.
+    pub family: String,
+    /// The kernel.
+    pub kernel: String,
+    /// The shape.
+    pub shape: Shape,
+    /// Largest relative error, or why it failed.
+    pub outcome: Result<f64, Failure>,
+}
+
+/// Validates every valid config of the op's families (or those named) on each shape, without
+/// timing: the correctness sweep for edges and awkward extents. Each kernel compiles once; with
+/// `isolation` the kernels run in worker processes, so a faulting one is a failed validation.
+pub fn validate_all(
+    dev: &Device,
+    catalog: &Catalog,
+    op: Op,
+    shapes: &[Shape],
+    families: &[String],
+    seed: u64,
+    isolation: Option<&WorkerSettings>,
+) -> Result<Vec<Validation>, TuneError> {
+    nvrtc::check_arch(dev.info.arch)?;
+    let mut plans = Vec::new();
+    let mut sources: BTreeMap<String, Source> = BTreeMap::new();
+    for &shape in shapes {
+        let (_, planned) = plan(catalog, op, shape, &dev.info.limits, families)?;
+        for p in &planned {
+            sources
+                .entry(p.source.kernel_name.clone())
+                .or_insert_with(|| p.source.clone());
+        }
+        plans.push((shape, planned));
+    }
+    let list: Vec<Source> = sources.into_values().collect();
+    let cache = nvrtc::Cache::new();
+    let compiled: BTreeMap<String, _> = list
+        .iter()
+        .map(|s| s.kernel_name.clone())
+        .zip(nvrtc::compile_all(&list, dev.info.arch, &cache, &|_| {}))
+        .collect();
+    let mut out = Vec::new();
+    for (shape, planned) in plans {
+        let mut evaluator =
+            Evaluator::open(dev, op, shape, seed, TimingSettings::quick(), isolation)?;
+        for p in planned {
+            let outcome = match compiled.get(&p.source.kernel_name).map(|r| r.as_ref()) {
+                Some(Ok(c)) => evaluator.check(c, p.launch)?,
+                Some(Err(e)) => Err(Failure {
+                    stage: Stage::Compile,
+                    reason: e.to_string(),
+                }),
+                None => Err(Failure {
+                    stage: Stage::Compile,
+                    reason: "not compiled".into(),
+                }),
+            };
+            out.push(Validation {
+                family: p.config.family.clone(),
+                kernel: p.source.kernel_name.clone(),
+                shape,
+                outcome,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// What an interrupted run's journal gives back, and the journal to append to.
+struct Resumed {
+    /// Candidates the journal holds, in the order they ran.
+    results: Vec<CandidateResult>,
+    /// The same, as the search sees them.
+    trials: Vec<Trial>,
+    /// Where this run records each candidate.
+    writer: Option<journal::Writer>,
+}
+
+/// Opens the run's journal: with `opts.resume`, the candidates an interrupted run of the same
+/// problem already finished are taken from it (a candidate whose family changed since runs
+/// again); otherwise a new journal is started.
+fn open_journal(
+    opts: &TuneOptions,
+    header: &Header,
+    planned: &[Planned],
+) -> Result<Resumed, TuneError> {
+    let mut results: Vec<CandidateResult> = Vec::with_capacity(planned.len());
+    let mut trials = Vec::new();
+    let mut writer = None;
+    if let Some(path) = &opts.journal {
+        let old = if opts.resume && path.exists() {
+            let r = Recorded::load(path)?;
+            r.check_matches(path, header)?;
+            Some(r)
+        } else {
+            None
+        };
+        match old {
+            Some(old) => {
+                let index: HashMap<String, usize> = planned
+                    .iter()
+                    .enumerate()
+                    .map(|(i, p)| {
+                        (
+                            journal_key(&p.config.family, &p.config.params, &p.checksum),
+                            i,
+                        )
+                    })
+                    .collect();
+                for c in old.candidates {
+                    let Some(&i) = index.get(&journal_key(&c.family, &c.params, &c.checksum))
+                    else {
+                        continue; // a changed family or another space: run it again
+                    };
+                    if trials.iter().any(|t: &Trial| t.index == i) {
+                        continue;
+                    }
+                    trials.push(Trial {
+                        index: i,
+                        time_ms: c.outcome.as_ref().ok().map(|m| m.stats.median_ms),
+                    });
+                    results.push(CandidateResult {
+                        family: c.family,
+                        kernel: c.kernel,
+                        params: c.params,
+                        outcome: c.outcome,
+                    });
+                }
+                writer = Some(journal::Writer::append(path)?);
+            }
+            None => writer = Some(journal::Writer::create(path, header)?),
+        }
+    }
+    Ok(Resumed {
+        results,
+        trials,
+        writer,
+    })
+}
+
+/// The progress line of one evaluated candidate.
+fn step_message(kernel: &str, outcome: &Result<Measured, Failure>) -> String {
+    match outcome {
+        Ok(m) => format!("{kernel} {:.4} ms", m.stats.median_ms),
+        Err(f) => format!(
+            "{kernel} failed ({:?}: {})",
+            f.stage,
+            f.reason.lines().next().unwrap_or_default()
+        ),
+    }
+}
+
+/// Enumerates, prunes (with the arch's documented limits), instantiates and compiles every
+/// candidate for `arch`. Needs NVRTC, no GPU. Kernels already in `cache` (from another shape
+/// of the same suite: the source does not depend on the shape) are not compiled again.
+pub fn dry_run(
+    catalog: &Catalog,
+    op: Op,
+    shape: Shape,
+    arch: Arch,
+    families: &[String],
+    cache: &nvrtc::Cache,
+    progress: &dyn Progress,
+) -> Result<DryRunReport, TuneError> {
+    let start = Instant::now();
+    let limits = Limits::for_arch(arch.number() as i64).ok_or(TuneError::UnknownArch { arch })?;
+    let (counts, planned) = plan(catalog, op, shape, &limits, families)?;
+    let nvrtc = nvrtc::nvrtc_version()?;
+    nvrtc::check_arch(arch)?;
+    let sources: Vec<Source> = planned.iter().map(|p| p.source.clone()).collect();
+    progress.start(Phase::Compile, sources.len() as u64);
+    let hits_before = cache.hits();
+    let compiled = nvrtc::compile_all(&sources, arch, cache, &|r| {
+        progress.step(
+            Phase::Compile,
+            match r {
+                Ok(c) => &c.kernel_name,
+                Err(_) => "failed",
+            },
+        )
+    });
+    progress.finish(Phase::Compile);
+    let families = counts
+        .into_iter()
+        .map(|count| {
+            let mut ok = 0;
+            let mut failed = Vec::new();
+            for (p, r) in planned.iter().zip(&compiled) {
+                if p.config.family != count.family {
+                    continue;
+                }
+                match r.as_ref() {
+                    Ok(_) => ok += 1,
+                    Err(e) => failed.push((p.source.kernel_name.clone(), e.to_string())),
+                }
+            }
+            DryRunFamily {
+                count,
+                compiled: ok,
+                failed,
+            }
+        })
+        .collect();
+    Ok(DryRunReport {
+        op,
+        shape,
+        arch: arch.to_string(),
+        nvrtc,
+        families,
+        compiled_now: sources.len() - (cache.hits() - hits_before),
+        wall_s: start.elapsed().as_secs_f64(),
+    })
+}
