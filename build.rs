@@ -1,6 +1,7 @@
-//! Embeds every kernel template (`templates/*.cu`) and parameter space
-//! (`configs/spaces/*.toml`) into the library, so the binary works from any directory and a
-//! new family is picked up without a code change.
+//! Embeds every kernel template (`templates/*.cu`), the headers they include
+//! (`templates/include/*.cuh`) and every parameter space (`configs/spaces/*.toml`) into the
+//! library, so the binary works from any directory and a new family is picked up without a
+//! code change.
 use std::fmt::Write;
 use std::path::Path;
 
@@ -29,6 +30,7 @@ fn main() {
     let mut code = String::new();
     for (konst, dir, ext) in [
         ("TEMPLATES", root.join("templates"), "cu"),
+        ("INCLUDES", root.join("templates/include"), "cuh"),
         ("SPACES", root.join("configs/spaces"), "toml"),
     ] {
         println!("cargo:rerun-if-changed={}", dir.display());

@@ -22,14 +22,7 @@
 #define THREADS (32 * WARPS)
 #define ROWS_PER_BLOCK (WARPS * ROW_PER_WARP)
 
-__device__ __forceinline__ float dot4(float4 a, float4 b, float acc)
-{
-    acc = fmaf(a.x, b.x, acc);
-    acc = fmaf(a.y, b.y, acc);
-    acc = fmaf(a.z, b.z, acc);
-    acc = fmaf(a.w, b.w, acc);
-    return acc;
-}
+#include "gemv_common.cuh"  // dot4, warp_sum
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 KERNEL_NAME(int M, int K, const float* __restrict__ A, const float* __restrict__ x,
@@ -63,7 +56,6 @@ KERNEL_NAME(int M, int K, const float* __restrict__ A, const float* __restrict__
     }
 
     // Reduce within each sub-warp of LANES lanes (xor offsets < LANES stay in the segment).
-#pragma unroll
-    for (int o = LANES / 2; o > 0; o >>= 1) s += __shfl_xor_sync(0xffffffffu, s, o, LANES);
+    s = warp_sum<LANES>(s);
     if (sl == 0 && live) y[row] = s;
 }

@@ -15,14 +15,7 @@
 #error "X_TILE must be 0 or a positive multiple of 4"
 #endif
 
-__device__ __forceinline__ float dot4(float4 a, float4 b, float acc)
-{
-    acc = fmaf(a.x, b.x, acc);
-    acc = fmaf(a.y, b.y, acc);
-    acc = fmaf(a.z, b.z, acc);
-    acc = fmaf(a.w, b.w, acc);
-    return acc;
-}
+#include "gemv_common.cuh"  // dot4
 
 extern "C" __global__ void __launch_bounds__(BLOCK)
 KERNEL_NAME(int M, int K, const float* __restrict__ A, const float* __restrict__ x,

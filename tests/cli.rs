@@ -6,6 +6,7 @@ mod common;
 
 use common::{ok, run, H200_DB};
 use std::fs;
+use std::path::{Path, PathBuf};
 
 #[test]
 fn help_lists_the_main_options() {
@@ -16,13 +17,19 @@ fn help_lists_the_main_options() {
     }
 }
 
+/// [`common::current_h200_db`] written to `dir`.
+fn current_h200_db(dir: &Path) -> PathBuf {
+    let path = dir.join("h200-current.toml");
+    fs::write(&path, common::current_h200_db()).unwrap();
+    path
+}
+
 /// `autotune best` against a committed database (with current checksums): every lookup rule,
 /// no GPU needed.
 #[test]
 fn best_explains_each_lookup_rule_without_a_gpu() {
     let dir = tempfile::tempdir().unwrap();
-    let current = dir.path().join("h200-current.toml");
-    fs::write(&current, common::current_h200_db()).unwrap();
+    let current = current_h200_db(dir.path());
     let db = current.to_str().unwrap();
     let run = |args: &[&str]| {
         let mut all = vec!["best", "--db", db];
@@ -96,6 +103,8 @@ fn best_passes_over_stale_entries_and_says_so() {
 /// Export needs neither a GPU nor NVRTC: the header goes to stdout.
 #[test]
 fn export_writes_a_header_to_stdout_without_a_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = current_h200_db(dir.path());
     let r = run(&[
         "export",
         "--format",
@@ -107,7 +116,7 @@ fn export_writes_a_header_to_stdout_without_a_gpu() {
         "--gpu",
         "NVIDIA H200",
         "--db",
-        H200_DB,
+        db.to_str().unwrap(),
     ]);
     assert_eq!(r.code, Some(0), "stderr:\n{}", r.stderr);
     for needle in [

@@ -8,11 +8,20 @@
 //! `#define NAME VALUE` per parameter and `#define KERNEL_NAME <unique name>`; the template
 //! declares its kernel as `extern "C" __global__ void KERNEL_NAME(...)` and reads the
 //! parameters as compile-time constants, so NVRTC unrolls and sizes arrays with them.
+//!
+//! **Includes.** Device code shared by several templates lives in `templates/include/*.cuh`
+//! (embedded too). A template line `#include "name.cuh"` is replaced, when the catalog is
+//! built, by the text of `include/name.cuh` between `#line 1 "include/name.cuh"` and
+//! `#line <next> "<template>.cu"`, so NVRTC reports errors at the right file and line and the
+//! source handed to NVRTC (and exported headers) is self-contained. Headers may include
+//! headers; each is inlined once per source (later directives for it become comments). Only
+//! quoted includes are inlined, unconditionally (they are not preprocessor-aware);
+//! `#include <...>` is left to NVRTC.
 
 use crate::family::space::{Config, Launch, Limits, Space, SpaceError};
 use crate::problem::{Op, Shape};
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::path::{Path, PathBuf};
 
@@ -44,6 +53,20 @@ pub enum CatalogError {
         /// Where templates were looked for.
         dir: String,
     },
+    /// A template (or an included header) includes a header that does not exist.
+    #[error("family '{family}': {file} line {line} includes \"{include}\", which is not in {dir}: add it there or fix the #include")]
+    MissingInclude {
+        /// The family.
+        family: String,
+        /// The header named by the `#include`.
+        include: String,
+        /// The file holding the `#include` (the template or an included header).
+        file: String,
+        /// Its 1-based line.
+        line: usize,
+        /// Where headers were looked for.
+        dir: String,
+    },
     /// Two spaces share a family name.
     #[error("two space files define family '{0}': family names must be unique")]
     Duplicate(String),
@@ -62,10 +85,17 @@ pub enum CatalogError {
 pub struct Family {
     /// The parameter space.
     pub space: Space,
-    /// The `.cu` template text.
+    /// The `.cu` template text, as written.
     pub template: String,
-    /// Hex SHA-256 of the template and space texts: a database entry whose checksum differs
-    /// was tuned with another version of the family.
+    /// The headers inlined into the template, in order of inlining (empty when it has no
+    /// `#include "..."`).
+    pub includes: Vec<String>,
+    /// The template with its includes inlined between `#line` markers: the text instantiation
+    /// prefixes with the parameters. Equal to `template` when `includes` is empty.
+    pub inlined: String,
+    /// Hex SHA-256 of the template (with its includes inlined, when it has any) and space
+    /// texts: a database entry whose checksum differs was tuned with another version of the
+    /// family.
     pub checksum: String,
 }
 
@@ -89,6 +119,75 @@ pub struct Kernel {
     pub launch: Launch,
 }
 
+/// Where a template finds the headers it includes: `templates/include/` beside it.
+const INCLUDE_DIR: &str = "include";
+
+/// The header a line includes with `#include "name"`, if it is such a directive.
+fn quoted_include(line: &str) -> Option<&str> {
+    let rest = line.trim_start().strip_prefix('#')?;
+    let rest = rest.trim_start().strip_prefix("include")?;
+    let rest = rest.trim_start().strip_prefix('"')?;
+    rest.find('"').map(|end| &rest[..end])
+}
+
+/// A `#line` directive naming `file` as the file of the next line, number `line`.
+fn line_marker(line: usize, file: &str) -> String {
+    let file = file.replace('\\', "\\\\").replace('"', "\\\"");
+    format!("#line {line} \"{file}\"\n")
+}
+
+/// The inlining of one template's includes (see the module docs).
+struct Inliner<'a> {
+    /// The family, for errors.
+    family: &'a str,
+    /// The available headers: name -> text.
+    headers: &'a BTreeMap<String, String>,
+    /// Where the headers were looked for, for errors.
+    dir: &'a str,
+    /// Headers inlined so far, in order.
+    inlined: Vec<String>,
+    /// The same, for lookups.
+    seen: BTreeSet<String>,
+}
+
+impl Inliner<'_> {
+    /// Appends `text` (the file `file`) to `out`, each `#include "name"` line replaced by the
+    /// marked text of header `name` the first time and by a comment afterwards.
+    fn expand(&mut self, file: &str, text: &str, out: &mut String) -> Result<(), CatalogError> {
+        for (i, line) in text.split_inclusive('\n').enumerate() {
+            let Some(name) = quoted_include(line) else {
+                out.push_str(line);
+                continue;
+            };
+            if !self.seen.insert(name.to_string()) {
+                // A comment keeps the line count, so the numbering after it needs no marker;
+                // it does not quote the directive, so no `#include "..."` text is left.
+                out.push_str(&format!("// {name}: inlined above\n"));
+                continue;
+            }
+            let header = self
+                .headers
+                .get(name)
+                .ok_or_else(|| CatalogError::MissingInclude {
+                    family: self.family.to_string(),
+                    include: name.to_string(),
+                    file: file.to_string(),
+                    line: i + 1,
+                    dir: self.dir.to_string(),
+                })?;
+            self.inlined.push(name.to_string());
+            let path = format!("{INCLUDE_DIR}/{name}");
+            out.push_str(&line_marker(1, &path));
+            self.expand(&path, header, out)?;
+            if !out.ends_with('\n') {
+                out.push('\n');
+            }
+            out.push_str(&line_marker(i + 2, file));
+        }
+        Ok(())
+    }
+}
+
 impl Family {
     /// The one way from (config, shape, device limits) to (source, launch), used by tuning,
     /// cross-GPU runs, the runtime, the exports and `best`. It does not apply the space's
@@ -107,10 +206,34 @@ impl Family {
         })
     }
 
-    /// Builds a family from its space and template texts.
-    pub fn new(space: Space, template: String) -> Family {
+    /// Builds a family from its space and template texts, inlining the template's
+    /// `#include "name"` directives from `headers` (name -> text; the files of
+    /// `templates/include/`, which `dir` names for errors).
+    pub fn new(
+        space: Space,
+        template: String,
+        headers: &BTreeMap<String, String>,
+        dir: &str,
+    ) -> Result<Family, CatalogError> {
+        let mut inliner = Inliner {
+            family: &space.name,
+            headers,
+            dir,
+            inlined: Vec::new(),
+            seen: BTreeSet::new(),
+        };
+        let mut inlined = String::with_capacity(template.len());
+        inliner.expand(&space.template, &template, &mut inlined)?;
+        let includes = inliner.inlined;
+        // A template without includes hashes exactly as before includes existed, so the
+        // database entries tuned with it stay valid; one with includes hashes what NVRTC sees.
+        let hashed = if includes.is_empty() {
+            &template
+        } else {
+            &inlined
+        };
         let mut h = Sha256::new();
-        h.update(template.as_bytes());
+        h.update(hashed.as_bytes());
         h.update([0u8]);
         h.update(space.source.as_bytes());
         let checksum = h
@@ -118,11 +241,13 @@ impl Family {
             .iter()
             .map(|b| format!("{b:02x}"))
             .collect::<String>();
-        Family {
+        Ok(Family {
             space,
             template,
+            includes,
+            inlined,
             checksum,
-        }
+        })
     }
 
     /// The family's name.
@@ -154,8 +279,14 @@ impl Family {
         for (k, v) in &config.params {
             code.push_str(&format!("#define {k} {v}\n"));
         }
-        code.push_str("#line 1\n");
-        code.push_str(&self.template);
+        if self.includes.is_empty() {
+            // Unchanged from before includes existed: the same source hits the same caches.
+            code.push_str("#line 1\n");
+        } else {
+            // After an include the markers name the template file; so does its first line.
+            code.push_str(&line_marker(1, &self.space.template));
+        }
+        code.push_str(&self.inlined);
         Source {
             family: self.space.name.clone(),
             kernel_name,
@@ -208,7 +339,9 @@ impl Catalog {
     fn build(
         spaces: Vec<(String, String)>,
         templates: BTreeMap<String, String>,
+        headers: BTreeMap<String, String>,
         dir: &str,
+        include_dir: &str,
     ) -> Result<Catalog, CatalogError> {
         let mut families: Vec<Family> = Vec::new();
         for (origin, text) in spaces {
@@ -223,7 +356,7 @@ impl Catalog {
             if families.iter().any(|f| f.space.name == space.name) {
                 return Err(CatalogError::Duplicate(space.name));
             }
-            families.push(Family::new(space, template));
+            families.push(Family::new(space, template, &headers, include_dir)?);
         }
         families.sort_by(|a, b| (a.space.op, &a.space.name).cmp(&(b.space.op, &b.space.name)));
         Ok(Catalog { families })
@@ -239,10 +372,21 @@ impl Catalog {
             .iter()
             .map(|(n, t)| (n.to_string(), t.to_string()))
             .collect();
-        Self::build(spaces, templates, "templates/ (built in)")
+        let headers = embedded::INCLUDES
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        Self::build(
+            spaces,
+            templates,
+            headers,
+            "templates/ (built in)",
+            "templates/include/ (built in)",
+        )
     }
 
-    /// The families under `root` (`root/configs/spaces/*.toml`, `root/templates/*.cu`).
+    /// The families under `root` (`root/configs/spaces/*.toml`, `root/templates/*.cu`, and the
+    /// headers they include, `root/templates/include/*.cuh`: a directory that may be absent).
     pub fn from_dir(root: &Path) -> Result<Catalog, CatalogError> {
         let read_dir = |dir: PathBuf, ext: &str| -> Result<Vec<(String, String)>, CatalogError> {
             let io = |source| CatalogError::Io {
@@ -266,11 +410,24 @@ impl Catalog {
         };
         let tdir = root.join("templates");
         let templates = read_dir(tdir.clone(), "cu")?.into_iter().collect();
+        let idir = tdir.join(INCLUDE_DIR);
+        // Templates without includes need no include directory.
+        let headers = if idir.is_dir() {
+            read_dir(idir.clone(), "cuh")?.into_iter().collect()
+        } else {
+            BTreeMap::new()
+        };
         let spaces = read_dir(root.join("configs/spaces"), "toml")?
             .into_iter()
             .map(|(n, t)| (root.join("configs/spaces").join(n).display().to_string(), t))
             .collect();
-        Self::build(spaces, templates, &tdir.display().to_string())
+        Self::build(
+            spaces,
+            templates,
+            headers,
+            &tdir.display().to_string(),
+            &idir.display().to_string(),
+        )
     }
 
     /// All families, ordered by op then name.
@@ -344,6 +501,11 @@ mod tests {
                 src.code.contains("KERNEL_NAME("),
                 "template must declare KERNEL_NAME"
             );
+            assert!(
+                !src.code.contains("#include \""),
+                "{}: includes are inlined",
+                fam.name()
+            );
             assert_eq!(fam.checksum.len(), 64);
         }
     }
@@ -363,6 +525,161 @@ mod tests {
             names.dedup();
             assert_eq!(names.len(), n);
         }
+    }
+
+    const TOY_SPACE: &str = r#"
+name = "toy"
+op = "gemv"
+template = "toy.cu"
+[params]
+B = [32]
+[launch]
+grid = ["M", "1", "1"]
+block = ["B", "1", "1"]
+"#;
+
+    fn toy(template: &str, headers: &[(&str, &str)]) -> Result<Family, CatalogError> {
+        let space = Space::from_toml_str(TOY_SPACE, "toy.toml").unwrap();
+        let headers = headers
+            .iter()
+            .map(|(n, t)| (n.to_string(), t.to_string()))
+            .collect();
+        Family::new(space, template.to_string(), &headers, "hdrs/")
+    }
+
+    /// The checksum formula before includes existed: template, NUL, space.
+    fn plain_checksum(template: &str, space: &str) -> String {
+        let mut h = Sha256::new();
+        h.update(template.as_bytes());
+        h.update([0u8]);
+        h.update(space.as_bytes());
+        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+    }
+
+    #[test]
+    fn includes_are_inlined_between_line_markers() {
+        let f = toy(
+            "// toy\n#include \"a.cuh\"  // why\nint k;\n",
+            &[("a.cuh", "int a;\nint b;\n"), ("unused.cuh", "int u;\n")],
+        )
+        .unwrap();
+        assert_eq!(
+            f.inlined,
+            "// toy\n#line 1 \"include/a.cuh\"\nint a;\nint b;\n#line 3 \"toy.cu\"\nint k;\n"
+        );
+        assert_eq!(f.includes, ["a.cuh"]);
+        let code = f.instantiate(&f.space.enumerate()[0]).code;
+        assert!(
+            code.contains(&format!("#line 1 \"toy.cu\"\n{}", f.inlined)),
+            "{code}"
+        );
+        assert!(!code.contains("#include"), "{code}");
+        // A header without a final newline still ends its line before the marker; a template
+        // ending in an include gets the marker too.
+        let f = toy("#include \"a.cuh\"", &[("a.cuh", "int a;")]).unwrap();
+        assert_eq!(
+            f.inlined,
+            "#line 1 \"include/a.cuh\"\nint a;\n#line 2 \"toy.cu\"\n"
+        );
+        // Angle-bracket includes are NVRTC's.
+        let f = toy("#include <cuda_fp16.h>\n", &[]).unwrap();
+        assert_eq!(f.inlined, f.template);
+        assert!(f.includes.is_empty());
+    }
+
+    #[test]
+    fn nested_includes_are_inlined_once() {
+        let f = toy(
+            "#include \"outer.cuh\"\n  #  include \"inner.cuh\"\nint k;\n",
+            &[
+                ("outer.cuh", "// outer\n#include \"inner.cuh\"\nint o;\n"),
+                ("inner.cuh", "int i;\n#include \"outer.cuh\"\n"),
+            ],
+        )
+        .unwrap();
+        let want = [
+            "#line 1 \"include/outer.cuh\"",
+            "// outer",
+            "#line 1 \"include/inner.cuh\"",
+            "int i;",
+            // The cycle back to outer.cuh is cut by the once rule.
+            "// outer.cuh: inlined above",
+            "#line 3 \"include/outer.cuh\"",
+            "int o;",
+            "#line 2 \"toy.cu\"",
+            "// inner.cuh: inlined above",
+            "int k;",
+        ];
+        assert_eq!(f.inlined.lines().collect::<Vec<_>>(), want);
+        assert!(!f.inlined.contains("#include"));
+        assert_eq!(f.includes, ["outer.cuh", "inner.cuh"]);
+    }
+
+    #[test]
+    fn a_missing_include_names_the_family_and_the_header() {
+        let err = toy(
+            "int k;\n#include \"a.cuh\"\n",
+            &[("a.cuh", "\n\n#include \"gone.cuh\"\n")],
+        )
+        .unwrap_err();
+        match &err {
+            CatalogError::MissingInclude {
+                family,
+                include,
+                file,
+                line,
+                dir,
+            } => {
+                assert_eq!(
+                    (family.as_str(), include.as_str(), file.as_str(), *line),
+                    ("toy", "gone.cuh", "include/a.cuh", 3)
+                );
+                assert_eq!(dir, "hdrs/");
+            }
+            other => panic!("{other}"),
+        }
+        let msg = err.to_string();
+        assert!(
+            msg.contains("'toy'") && msg.contains("\"gone.cuh\"") && msg.contains("hdrs/"),
+            "{msg}"
+        );
+    }
+
+    #[test]
+    fn checksum_covers_includes_and_is_unchanged_without_them() {
+        let t = "#include \"a.cuh\"\nint k;\n";
+        let one = toy(t, &[("a.cuh", "int a;\n")]).unwrap();
+        let two = toy(t, &[("a.cuh", "int a2;\n")]).unwrap();
+        assert_ne!(one.checksum, two.checksum, "an include's text is covered");
+        assert_eq!(
+            one.checksum,
+            toy(t, &[("a.cuh", "int a;\n"), ("b.cuh", "x")])
+                .unwrap()
+                .checksum,
+            "headers the template does not include are not"
+        );
+
+        // Without includes: the formula from before includes existed, whatever the headers,
+        // and byte for byte the same instantiated source.
+        let plain = "int k;\n";
+        let f = toy(plain, &[("a.cuh", "int a;\n")]).unwrap();
+        assert_eq!(f.checksum, plain_checksum(plain, TOY_SPACE));
+        assert!(f
+            .instantiate(&f.space.enumerate()[0])
+            .code
+            .ends_with("#line 1\nint k;\n"));
+        let cat = Catalog::builtin().unwrap();
+        for fam in cat.families().iter().filter(|f| f.includes.is_empty()) {
+            assert_eq!(
+                fam.checksum,
+                plain_checksum(&fam.template, &fam.space.source),
+                "{}",
+                fam.name()
+            );
+        }
+        // The gemm templates share no header: their checksums (and database entries) keep.
+        assert!(cat.for_op(Op::Gemm).all(|f| f.includes.is_empty()));
+        assert!(cat.for_op(Op::Gemv).all(|f| !f.includes.is_empty()));
     }
 
     #[test]
@@ -385,5 +702,35 @@ mod tests {
         std::fs::write(tmp.path().join("configs/spaces/gemm_tiled.toml"), space).unwrap();
         let err = Catalog::from_dir(tmp.path()).unwrap_err();
         assert!(matches!(err, CatalogError::MissingTemplate { .. }), "{err}");
+
+        // Without templates/include/, a template without includes loads, one with includes
+        // names the header and where it was looked for.
+        for name in ["gemm_tiled", "gemv_warp_row"] {
+            let space =
+                std::fs::read_to_string(root.join(format!("configs/spaces/{name}.toml"))).unwrap();
+            std::fs::write(
+                tmp.path().join(format!("configs/spaces/{name}.toml")),
+                space,
+            )
+            .unwrap();
+            std::fs::copy(
+                root.join(format!("templates/{name}.cu")),
+                tmp.path().join(format!("templates/{name}.cu")),
+            )
+            .unwrap();
+        }
+        let err = Catalog::from_dir(tmp.path()).unwrap_err();
+        assert!(
+            matches!(&err, CatalogError::MissingInclude { family, include, .. }
+                if family == "gemv_warp_row" && include == "gemv_common.cuh"),
+            "{err}"
+        );
+        assert!(err.to_string().contains("templates/include"), "{err}");
+        std::fs::remove_file(tmp.path().join("configs/spaces/gemv_warp_row.toml")).unwrap();
+        let cat = Catalog::from_dir(tmp.path()).unwrap();
+        assert_eq!(
+            cat.get("gemm_tiled").unwrap().checksum,
+            builtin.get("gemm_tiled").unwrap().checksum
+        );
     }
 }
