@@ -3,11 +3,13 @@
 //! are `results/tuning.toml` (as of issue 5) split per GPU, and `tests/data/h100-h200-suites.toml`
 //! is the whole of it.
 
-use assert_cmd::Command;
+mod common;
+
 use autotune::db::Database;
 use autotune::problem::{Op, Shape};
 use autotune::report::formats::JsonExport;
 use autotune::tuning::cross::{CrossMeasurement, Portability};
+use common::{fails_with, ok, run};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -20,64 +22,6 @@ fn data(name: &str) -> PathBuf {
 const H100: &str = "h100-suites.toml";
 const H200: &str = "h200-suites.toml";
 const BOTH: &str = "h100-h200-suites.toml";
-
-/// What one run printed and how it ended.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn run(args: &[&str]) -> Run {
-    let out = Command::cargo_bin("autotune")
-        .expect("the autotune binary is built by cargo test")
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("could not run autotune {args:?}: {e}"));
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// Runs `args` and expects success; returns stdout.
-fn ok(args: &[&str]) -> String {
-    let r = run(args);
-    assert_eq!(
-        r.code,
-        Some(0),
-        "autotune {args:?}\nstdout:\n{}\nstderr:\n{}",
-        r.stdout,
-        r.stderr
-    );
-    r.stdout
-}
-
-/// Runs `args`, expects exit code 1 and one `Error: ...` line (maybe followed by a `hint: ...`
-/// line) containing every needle; returns those lines.
-fn fails_with(args: &[&str], needles: &[&str]) -> String {
-    let r = run(args);
-    let ctx = format!(
-        "autotune {args:?}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
-        r.code, r.stdout, r.stderr
-    );
-    assert_eq!(r.code, Some(1), "{ctx}");
-    assert!(!r.stderr.contains("panicked"), "{ctx}");
-    let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
-    let hint_ok = lines.len() == 1 || (lines.len() == 2 && lines[1].starts_with("hint: "));
-    assert!(hint_ok, "expected one error line and at most a hint: {ctx}");
-    assert!(lines[0].starts_with("Error: "), "{ctx}");
-    let text = lines.join("\n");
-    for n in needles {
-        assert!(
-            text.contains(n),
-            "expected {n:?} in the error or its hint: {ctx}"
-        );
-    }
-    text
-}
 
 fn s(p: &Path) -> &str {
     p.to_str().expect("test paths are UTF-8")
@@ -551,8 +495,8 @@ fn cross_without_a_suite_or_a_gpu_fails_before_writing() {
         "missing --suite is a usage error: {}",
         r.stderr
     );
-    if Path::new("/dev/nvidiactl").exists() {
-        println!("skipped the no-GPU half: a GPU may be present");
+    // Without a GPU, a cross run fails before it writes the portability file.
+    if !common::have_no_gpu() {
         return;
     }
     let r = run(&[

@@ -4,7 +4,9 @@
 //! `--exact child_process` and [`ROLE`] set: [`child_process`] does nothing when run as a test.
 //! The concurrent merges run the built `autotune` binary. Needs no GPU.
 
-use autotune::db::Database;
+mod common;
+
+use autotune::db::{Database, Entry};
 use autotune::problem::{Op, Shape};
 use std::fs;
 use std::io::{BufRead, BufReader};
@@ -26,53 +28,15 @@ const GO: &str = "AUTOTUNE_DB_SAFETY_GO";
 /// What the `rewriter` prints after its first save (the harness's own output shares the line).
 const READY: &str = "AUTOTUNE_DB_SAFETY_READY";
 
-/// One `[[entry]]` table for `gpu`, gemm `m`x64x64, as TOML text (built from text rather than
-/// a struct literal so the test keeps compiling when `Entry` gains optional fields).
-fn entry_toml(gpu: &str, m: u64, median_ms: f64) -> String {
-    format!(
-        r#"
-[[entry]]
-gpu = "{gpu}"
-op = "gemm"
-shape = "{m}x64x64"
-m = {m}
-n = 64
-k = 64
-family = "gemm_tile2d"
-kernel = "gemm_tile2d_BK8_BM64_BN64_PREFETCH0_TM4_TN4"
-params = {{ BK = 8, BM = 64, BN = 64, PREFETCH = 0, TM = 4, TN = 4 }}
-median_ms = {median_ms:?}
-min_ms = {median_ms:?}
-spread_pct = 1.5
-samples = 50
-gflops = 1234.5
-gbs = 321.5
-cublas_median_ms = 0.5
-vs_cublas = 0.9
-pct_of_peak = 12.5
-max_rel_error = 1.5e-7
-tolerance = 4.5e-5
-tried = 100
-failed = 2
-seed = 24301
-date = "2026-01-01T00:00:00Z"
-tool_version = "0.1.0"
-checksum = "{}"
-"#,
-        "ab".repeat(32)
-    )
-}
-
 /// A database of `entries` gemm entries for `gpu`, shapes 1x64x64 to `entries`x64x64.
 fn database(gpu: &str, entries: u64, median_ms: f64) -> Database {
-    let one = format!("schema_version = 1\n{}", entry_toml(gpu, 1, median_ms));
-    let mut db = Database::from_toml_str(&one, "generated").expect("the entry parses");
-    let first = db.entries[0].clone();
-    for m in 2..=entries {
-        let mut e = first.clone();
-        e.m = m;
-        e.shape = format!("{m}x64x64");
-        db.entries.push(e);
+    let mut db = Database::new();
+    for m in 1..=entries {
+        db.entries.push(Entry {
+            median_ms,
+            min_ms: median_ms,
+            ..common::entry(gpu, Op::Gemm, &format!("{m}x64x64"))
+        });
     }
     db
 }

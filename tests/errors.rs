@@ -8,20 +8,21 @@
 //! (`DbError`, `MergeError` in src/db.rs) still carry their `--db` advice until that module is
 //! split; the CLI's hints for them are ready and stay silent while the message has its own.
 
-use assert_cmd::Command;
+mod common;
+
 use autotune::cuda::bench::RunError;
 use autotune::cuda::device::DeviceError;
 use autotune::cuda::nvrtc::CompileError;
 use autotune::db::Database;
 use autotune::gpu::Arch;
-use autotune::measure::timing::TimingSettings;
-use autotune::problem::{Op, Shape};
+use autotune::problem::Op;
 use autotune::report::gpus::{self as cmp, CompareError};
 use autotune::tuning::cross::Portability;
-use autotune::tuning::journal::{Header, JournalError, Record, Writer, JOURNAL_VERSION};
+use autotune::tuning::journal::{Header, JournalError};
 use autotune::tuning::replay::{self, SimulateOptions};
 use autotune::tuning::shard::Shard;
 use autotune::tuning::suite::Suite;
+use common::run;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -147,43 +148,13 @@ fn compare_and_portability_errors_name_the_file_not_the_flag() {
 
 /// A journal recorded on `gpu` (with `arch`), holding `candidates` measured candidates.
 fn journal(dir: &Path, name: &str, gpu: &str, arch: Option<&str>, candidates: i64) -> PathBuf {
-    use autotune::measure::outcome::Measured;
-    use autotune::measure::timing::Stats;
-    use autotune::tuning::journal::CandidateRecord;
     let path = dir.join(name);
     let header = Header {
-        journal: JOURNAL_VERSION,
-        gpu: gpu.into(),
-        op: Op::Gemm,
-        shape: Shape {
-            m: 256,
-            n: 256,
-            k: 256,
-        },
-        seed: 1,
-        timing: TimingSettings::quick(),
-        tool_version: "test".into(),
         arch: arch.map(String::from),
         sms: None,
+        ..common::journal_header(gpu)
     };
-    let mut w = Writer::create(&path, &header).unwrap();
-    for x in 0..candidates {
-        let ms = 1.0 + x as f64;
-        w.record(&Record::Candidate(CandidateRecord {
-            family: "toy".into(),
-            kernel: format!("toy_X{x}"),
-            params: [("X".to_string(), x)].into_iter().collect(),
-            checksum: "c".into(),
-            outcome: Ok(Measured {
-                stats: Stats::from_samples(&[ms, ms, ms]).unwrap(),
-                max_rel_error: 1e-7,
-                registers: 40,
-                local_bytes: 0,
-            }),
-        }))
-        .unwrap();
-    }
-    w.record(&Record::End { partial: false }).unwrap();
+    common::write_toy_journal(&path, &header, (0..candidates).map(|x| Ok(1.0 + x as f64)));
     path
 }
 
@@ -206,34 +177,11 @@ fn replay_errors_and_notes_name_no_flag() {
     assert!(note.contains("'Mystery GPU'"), "{note}");
 }
 
-/// What one CLI run printed and how it ended.
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-fn autotune(args: &[&str]) -> Run {
-    let out = Command::cargo_bin("autotune")
-        .expect("the autotune binary is built by cargo test")
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("could not run autotune {args:?}: {e}"));
-    Run {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 /// Runs `args`; expects exit code 1, an `Error: ...` line with every one of `error` and no
 /// flag, and under it a `hint: ...` line with every one of `hint`.
 fn fails_with_hint(args: &[&str], error: &[&str], hint: &[&str]) {
-    let r = autotune(args);
-    let ctx = format!(
-        "autotune {args:?}\nexit: {:?}\nstdout:\n{}\nstderr:\n{}",
-        r.code, r.stdout, r.stderr
-    );
+    let r = run(args);
+    let ctx = r.context();
     assert_eq!(r.code, Some(1), "{ctx}");
     let lines: Vec<&str> = r.stderr.lines().filter(|l| !l.trim().is_empty()).collect();
     assert_eq!(lines.len(), 2, "expected an error and a hint: {ctx}");
@@ -297,7 +245,7 @@ fn simulate_names_arch_in_a_hint_when_the_gpu_is_unknown() {
     let dir = tempfile::tempdir().unwrap();
     let mystery = journal(dir.path(), "mystery.jsonl", "Mystery GPU", None, 3);
     let j = mystery.to_str().unwrap();
-    let r = autotune(&["simulate", "--journal", j, "--seeds", "2"]);
+    let r = run(&["simulate", "--journal", j, "--seeds", "2"]);
     assert_eq!(r.code, Some(0), "{}\n{}", r.stdout, r.stderr);
     assert!(
         r.stdout.contains("the arch of 'Mystery GPU' is unknown"),
@@ -311,7 +259,7 @@ fn simulate_names_arch_in_a_hint_when_the_gpu_is_unknown() {
         r.stderr
     );
     // With --arch the model has what it needs: no hint.
-    let r = autotune(&[
+    let r = run(&[
         "simulate",
         "--journal",
         j,

@@ -2,6 +2,8 @@
 //! to end. Without a GPU each test prints `skipped: <reason>` and passes, unless
 //! `AUTOTUNE_REQUIRE_GPU=1` (set by scripts/gpu.sh) turns the skip into a failure.
 
+mod common;
+
 use autotune::cuda::device::Device;
 use autotune::cuda::isolate::WorkerSettings;
 use autotune::cuda::nvrtc::Cache;
@@ -14,25 +16,43 @@ use autotune::search::Exhaustive;
 use autotune::tuning::tune::{self, Silent, TuneOptions};
 use std::collections::BTreeSet;
 
+/// GPU 0, or `None` after [`common::skip`] where there is none (a failure under
+/// `AUTOTUNE_REQUIRE_GPU=1`).
 fn device() -> Option<Device> {
+    if !common::have_gpu() {
+        return None;
+    }
     match Device::open(0) {
         Ok(d) => Some(d),
         Err(e) => {
-            if std::env::var("AUTOTUNE_REQUIRE_GPU").as_deref() == Ok("1") {
-                panic!("AUTOTUNE_REQUIRE_GPU=1 but no GPU: {e}");
-            }
-            println!("skipped: {e}");
+            common::skip(
+                common::REQUIRE_GPU,
+                &format!("a GPU seems present, but device 0 does not open: {e}"),
+            );
             None
         }
     }
 }
 
-/// The `autotune` executable that serves as the worker: `$AUTOTUNE_BIN` (scripts/gpu.sh points
-/// it at the carried binary), else the one cargo built with these tests.
-fn autotune_bin() -> std::path::PathBuf {
-    std::env::var_os("AUTOTUNE_BIN")
-        .map(Into::into)
-        .unwrap_or_else(|| env!("CARGO_BIN_EXE_autotune").into())
+/// An exhaustive, silent gemm tune of `shape` with `opts`.
+fn tune_gemm(
+    dev: &Device,
+    cat: &Catalog,
+    cache: &Cache,
+    shape: Shape,
+    opts: &TuneOptions,
+) -> autotune::tuning::outcome::TuneReport {
+    tune::tune(
+        dev,
+        cat,
+        cache,
+        Op::Gemm,
+        shape,
+        opts,
+        &mut Exhaustive::default(),
+        &Silent,
+    )
+    .unwrap()
 }
 
 /// Validates every valid config of every family of `op` on each shape of `list`: all must
@@ -48,7 +68,7 @@ fn validate_every_config(op: Op, list: &[&str]) {
         &shapes,
         &[],
         7,
-        Some(&WorkerSettings::new(autotune_bin())),
+        Some(&WorkerSettings::new(common::bin())),
     )
     .unwrap();
     let families: BTreeSet<_> = results.iter().map(|r| r.family.clone()).collect();
@@ -122,19 +142,7 @@ fn small_tune_writes_a_valid_entry() {
         ..TuneOptions::default()
     };
     let cache = Cache::new();
-    let run = || {
-        tune::tune(
-            &dev,
-            &cat,
-            &cache,
-            Op::Gemm,
-            shape,
-            &opts,
-            &mut Exhaustive::default(),
-            &Silent,
-        )
-        .unwrap()
-    };
+    let run = || tune_gemm(&dev, &cat, &cache, shape, &opts);
     let r = run();
     assert!(r.baseline.median_ms > 0.0);
     assert!(r.results.len() >= 3);
@@ -186,25 +194,13 @@ fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
     };
     let mut opts = TuneOptions {
         timing: TimingSettings::quick(),
-        isolation: Some(WorkerSettings::new(autotune_bin())),
+        isolation: Some(WorkerSettings::new(common::bin())),
         journal: Some(journal.clone()),
         budget: Some(4),
         ..TuneOptions::default()
     };
     let cache = Cache::new();
-    let run = |opts: &TuneOptions| {
-        tune::tune(
-            &dev,
-            &cat,
-            &cache,
-            Op::Gemm,
-            shape,
-            opts,
-            &mut Exhaustive::default(),
-            &Silent,
-        )
-        .unwrap()
-    };
+    let run = |opts: &TuneOptions| tune_gemm(&dev, &cat, &cache, shape, opts);
     let first = run(&opts);
     assert_eq!(first.results.len(), 4);
     opts.budget = None;
@@ -312,7 +308,7 @@ fn cross_isolates_faulting_winners() {
     let opts = CrossOptions {
         seed: 1,
         timing: TimingSettings::quick(),
-        isolation: Some(WorkerSettings::new(autotune_bin())),
+        isolation: Some(WorkerSettings::new(common::bin())),
     };
     let rows = cross::run(
         &dev,

@@ -11,33 +11,14 @@
 //! unset or its directory is missing, the test prints `skipped: <reason>` and passes, unless
 //! `AUTOTUNE_REQUIRE_NVRTC=1` (set in CI), which turns the skip into a failure.
 
-use assert_cmd::Command;
+mod common;
+
 use autotune::family::catalog::Catalog;
 use autotune::problem::Op;
+use common::{nvrtc_dir, Run, H200_DB};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
-
-/// The NVRTC lib directory named by `var`, or `None` (after printing why) when the test must
-/// be skipped.
-fn nvrtc_dir(var: &str) -> Option<PathBuf> {
-    let reason = match std::env::var_os(var) {
-        None => format!("{var} is not set (scripts/test.sh sets it)"),
-        Some(d) if d.is_empty() => format!("{var} is empty (scripts/test.sh sets it)"),
-        Some(d) => {
-            let dir = PathBuf::from(d);
-            if dir.is_dir() {
-                return Some(dir);
-            }
-            format!("{var}={} is not a directory", dir.display())
-        }
-    };
-    if std::env::var("AUTOTUNE_REQUIRE_NVRTC").as_deref() == Ok("1") {
-        panic!("AUTOTUNE_REQUIRE_NVRTC=1 but {reason}: run the tests through scripts/test.sh, which installs NVRTC 12 and 13 and sets AUTOTUNE_NVRTC13_DIR / AUTOTUNE_NVRTC12_DIR");
-    }
-    println!("skipped: {reason}");
-    None
-}
+use std::path::Path;
 
 /// The shape each op's families are compiled for.
 fn shape_for(op: Op) -> &'static str {
@@ -65,28 +46,10 @@ fn ops_with_families() -> Vec<(Op, BTreeSet<String>)> {
         .collect()
 }
 
-/// Output of one `autotune` run.
-struct Run {
-    ok: bool,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
 /// Runs `autotune args` with `LD_LIBRARY_PATH` set to `lib_dir` only.
 fn autotune(lib_dir: &Path, args: &[&str]) -> Run {
-    let out = Command::cargo_bin("autotune")
-        .expect("the autotune binary is built by cargo test")
-        .env("LD_LIBRARY_PATH", lib_dir)
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("could not run autotune {args:?}: {e}"));
-    Run {
-        ok: out.status.success(),
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+    let lib_dir = lib_dir.to_str().expect("a UTF-8 library directory");
+    common::run_env(args, &[("LD_LIBRARY_PATH", lib_dir)])
 }
 
 /// [`autotune`], which must succeed: a failure shows the command, the library path and the end
@@ -94,7 +57,7 @@ fn autotune(lib_dir: &Path, args: &[&str]) -> Run {
 fn autotune_ok(lib_dir: &Path, args: &[&str]) -> Run {
     let r = autotune(lib_dir, args);
     assert!(
-        r.ok,
+        r.success(),
         "autotune {} (LD_LIBRARY_PATH={}): exit {:?}\nstderr:\n{}",
         args.join(" "),
         lib_dir.display(),
@@ -148,7 +111,7 @@ fn compile_everything(arch: &str, lib_dir: &Path, nvrtc_major: &str) -> Vec<Stri
             }
         };
         let mut problem = |p: String| problems.push(format!("{what}: {p}"));
-        if !r.ok {
+        if !r.success() {
             problem(format!(
                 "exit {:?}, stderr:\n{}",
                 r.code,
@@ -233,22 +196,24 @@ fn compile_everything(arch: &str, lib_dir: &Path, nvrtc_major: &str) -> Vec<Stri
     problems
 }
 
-#[test]
-fn every_config_compiles_for_sm_90_with_nvrtc_13() {
-    let Some(dir) = nvrtc_dir("AUTOTUNE_NVRTC13_DIR") else {
+/// [`compile_everything`] for `arch` with the NVRTC in the directory named by `var`, which must
+/// be NVRTC `nvrtc_major`; asserts that nothing went wrong.
+fn assert_everything_compiles(arch: &str, var: &str, nvrtc_major: &str) {
+    let Some(dir) = nvrtc_dir(var) else {
         return;
     };
-    let problems = compile_everything("sm_90", &dir, "13");
+    let problems = compile_everything(arch, &dir, nvrtc_major);
     assert!(problems.is_empty(), "{}", problems.join("\n\n"));
 }
 
 #[test]
+fn every_config_compiles_for_sm_90_with_nvrtc_13() {
+    assert_everything_compiles("sm_90", "AUTOTUNE_NVRTC13_DIR", "13");
+}
+
+#[test]
 fn every_config_compiles_for_sm_61_with_nvrtc_12() {
-    let Some(dir) = nvrtc_dir("AUTOTUNE_NVRTC12_DIR") else {
-        return;
-    };
-    let problems = compile_everything("sm_61", &dir, "12");
-    assert!(problems.is_empty(), "{}", problems.join("\n\n"));
+    assert_everything_compiles("sm_61", "AUTOTUNE_NVRTC12_DIR", "12");
 }
 
 #[test]
@@ -266,7 +231,7 @@ fn nvrtc_13_refuses_sm_61_and_points_to_nvrtc_12() {
         tail(&r.stdout, 2000),
         tail(&r.stderr, 2000)
     );
-    assert!(!r.ok, "NVRTC 13 compiled for sm_61: {ctx}");
+    assert!(!r.success(), "NVRTC 13 compiled for sm_61: {ctx}");
     assert_eq!(r.code, Some(1), "{ctx}");
     assert!(!r.stderr.contains("panicked"), "{ctx}");
     let errors: Vec<&str> = r
@@ -288,7 +253,7 @@ fn exported_headers_compile_and_coexist_with_nvrtc_13() {
     let Some(dir) = nvrtc_dir("AUTOTUNE_NVRTC13_DIR") else {
         return;
     };
-    let db = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/h200-db.toml");
+    let db = H200_DB;
     let tmp = tempfile::tempdir().expect("a temporary directory");
     let export = |op: &str, shape: &str, out: &Path, extra: &[&str]| {
         let out = out.to_str().expect("a UTF-8 temporary path");
@@ -347,7 +312,7 @@ fn exported_cubin_is_an_elf_for_the_arch() {
     let Some(dir) = nvrtc_dir("AUTOTUNE_NVRTC13_DIR") else {
         return;
     };
-    let db = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/h200-db.toml");
+    let db = H200_DB;
     let tmp = tempfile::tempdir().expect("a temporary directory");
     let out = tmp.path().join("gemm.cubin");
     let out_s = out.to_str().expect("a UTF-8 temporary path");

@@ -2,8 +2,9 @@
 //! from Slurm's job-array variables, bad shard specs are refused, and merging the shards'
 //! databases gives exactly the union of their entries, each with the producer that made it.
 
-use assert_cmd::Command;
-use autotune::db::{Database, Entry, GpuRecord, MergeOptions, Producer};
+mod common;
+
+use autotune::db::{Database, Entry, MergeOptions, Producer};
 use autotune::problem::{Op, Shape};
 use autotune::tuning::shard::{self, Shard};
 use autotune::tuning::suite::Suite;
@@ -11,16 +12,11 @@ use std::collections::BTreeSet;
 
 /// The shapes the CLI says shard `spec` tunes (it prints them before it looks for a GPU).
 fn shard_shapes(suite: &str, spec: Option<&str>, env: &[(&str, &str)]) -> Vec<String> {
-    let mut cmd = Command::cargo_bin("autotune").unwrap();
-    cmd.args(["--suite", suite, "--no-save"]);
+    let mut args = vec!["--suite", suite, "--no-save"];
     if let Some(s) = spec {
-        cmd.args(["--shard", s]);
+        args.extend(["--shard", s]);
     }
-    for (k, v) in env {
-        cmd.env(k, v);
-    }
-    let out = cmd.output().unwrap();
-    let text = String::from_utf8_lossy(&out.stderr).into_owned();
+    let text = common::run_env(&args, env).stderr;
     if text.contains("nothing to tune in this shard") {
         return vec![];
     }
@@ -84,16 +80,9 @@ fn slurm_array_variables_pick_the_shard() {
 #[test]
 fn bad_shard_specs_are_refused_clearly() {
     for bad in ["3/3", "a/b", "1", "0/0"] {
-        let out = Command::cargo_bin("autotune")
-            .unwrap()
-            .args(["--suite", "configs/suites/gemm.toml", "--shard", bad])
-            .output()
-            .unwrap();
-        assert_eq!(out.status.code(), Some(1), "{bad}");
-        let err = String::from_utf8_lossy(&out.stderr);
-        assert!(
-            err.contains("--shard 0/4") && !err.contains("panicked"),
-            "{err}"
+        common::fails_with(
+            &["--suite", "configs/suites/gemm.toml", "--shard", bad],
+            &["--shard 0/4"],
         );
     }
 }
@@ -104,33 +93,13 @@ const GPU: &str = "NVIDIA H100 80GB HBM3";
 fn entry(op: Op, shape: Shape, host: &str, sh: Shard) -> Entry {
     let ms = shape.flops() / 5e13 * 1e3 + 0.01;
     Entry {
-        gpu: GPU.to_string(),
-        op,
-        shape: shape.label(op),
-        m: shape.m,
-        n: shape.n,
-        k: shape.k,
-        family: "gemm_tile2d".to_string(),
-        kernel: "gemm_tile2d_k".to_string(),
         params: [("BM".to_string(), 64 * (1 + sh.index as i64))].into(),
         median_ms: ms,
         min_ms: ms,
-        spread_pct: 1.0,
-        samples: 50,
         gflops: shape.flops() / (ms * 1e6),
         gbs: shape.min_bytes(op) / (ms * 1e6),
         cublas_median_ms: ms,
         vs_cublas: 1.0,
-        pct_of_peak: 50.0,
-        max_rel_error: 1e-6,
-        tolerance: 1e-4,
-        tried: 10,
-        failed: 0,
-        seed: 7,
-        date: "2026-04-20T12:00:00Z".to_string(),
-        tool_version: "0.1.0".to_string(),
-        checksum: "ab".repeat(32),
-        partial: None,
         produced_by: Some(Producer {
             host: host.to_string(),
             device: 0,
@@ -138,7 +107,7 @@ fn entry(op: Op, shape: Shape, host: &str, sh: Shard) -> Entry {
             uuid: None,
             shard: Some(sh.to_string()),
         }),
-        also_measured: Vec::new(),
+        ..common::entry(GPU, op, &shape.label(op))
     }
 }
 
@@ -152,17 +121,7 @@ fn merging_shard_databases_gives_exactly_their_union() {
                 .map(|index| {
                     let sh = Shard { index, count };
                     let mut db = Database::new();
-                    db.upsert_gpu(GpuRecord {
-                        name: GPU.to_string(),
-                        arch: "sm_90".to_string(),
-                        sms: 132,
-                        clock_mhz: 1980,
-                        fp32_peak_gflops: 66_908.16,
-                        memory_mib: 81_559,
-                        driver_version: "13.0".to_string(),
-                        nvrtc_version: "13.0".to_string(),
-                        copy_bandwidth_gbs: Some(2989.0),
-                    });
+                    db.upsert_gpu(common::gpu_record(GPU));
                     for shape in shard::select(suite.op, &suite.shapes, sh) {
                         db.upsert(entry(suite.op, shape, &format!("node{index:02}"), sh));
                     }

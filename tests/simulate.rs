@@ -3,77 +3,28 @@
 //! on the recorded journals of real exhaustive runs under tests/data/journals/ (skipped while
 //! there are none, unless AUTOTUNE_REQUIRE_JOURNALS=1). Needs no GPU.
 
-use assert_cmd::Command;
-use autotune::measure::outcome::{Failure, Measured, Stage};
-use autotune::measure::timing::{Stats, TimingSettings};
-use autotune::problem::{Op, Shape};
-use autotune::tuning::journal::{CandidateRecord, Header, Record, Writer, JOURNAL_VERSION};
-use autotune::tuning::replay::{self, SimulateOptions};
-use std::path::{Path, PathBuf};
+mod common;
 
-fn autotune(args: &[&str]) -> (Option<i32>, String, String) {
-    let out = Command::cargo_bin("autotune")
-        .expect("the autotune binary is built by cargo test")
-        .args(args)
-        .output()
-        .unwrap_or_else(|e| panic!("could not run autotune {args:?}: {e}"));
-    (
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
-}
+use autotune::measure::outcome::{Failure, Stage};
+use autotune::tuning::replay::{self, SimulateOptions};
+use common::{fails_with, ok, run};
+use std::path::{Path, PathBuf};
 
 /// A journal of ten candidates of one family: X = 7 is the optimum (1 ms), X = 3 within 3%
 /// (1.02 ms), X = 5 failed, the others take 2 ms.
 fn toy_journal(dir: &Path) -> PathBuf {
     let path = dir.join("toy.jsonl");
-    let header = Header {
-        journal: JOURNAL_VERSION,
-        gpu: "NVIDIA H100 80GB HBM3".into(),
-        op: Op::Gemm,
-        shape: Shape {
-            m: 256,
-            n: 256,
-            k: 256,
-        },
-        seed: 1,
-        timing: TimingSettings::quick(),
-        tool_version: "test".into(),
-        arch: Some("sm_90".into()),
-        sms: Some(132),
-    };
-    let mut w = Writer::create(&path, &header).unwrap();
-    for x in 0..10i64 {
-        let outcome = match x {
-            5 => Err(Failure {
-                stage: Stage::Validate,
-                reason: "wrong result".into(),
-            }),
-            _ => {
-                let ms = match x {
-                    7 => 1.0,
-                    3 => 1.02,
-                    _ => 2.0,
-                };
-                Ok(Measured {
-                    stats: Stats::from_samples(&[ms, ms, ms]).unwrap(),
-                    max_rel_error: 1e-7,
-                    registers: 40,
-                    local_bytes: 0,
-                })
-            }
-        };
-        w.record(&Record::Candidate(CandidateRecord {
-            family: "toy".into(),
-            kernel: format!("toy_X{x}"),
-            params: [("X".to_string(), x)].into_iter().collect(),
-            checksum: "c".into(),
-            outcome,
-        }))
-        .unwrap();
-    }
-    w.record(&Record::End { partial: false }).unwrap();
+    let outcomes = (0..10).map(|x| match x {
+        5 => Err(Failure {
+            stage: Stage::Validate,
+            reason: "wrong result".into(),
+        }),
+        7 => Ok(1.0),
+        3 => Ok(1.02),
+        _ => Ok(2.0),
+    });
+    let header = common::journal_header("NVIDIA H100 80GB HBM3");
+    common::write_toy_journal(&path, &header, outcomes);
     path
 }
 
@@ -91,8 +42,7 @@ fn simulate_replays_a_synthetic_journal() {
     let dir = tempfile::tempdir().unwrap();
     let journal = toy_journal(dir.path());
     let j = journal.to_str().unwrap();
-    let (code, out, err) = autotune(&["simulate", "--journal", j, "--seeds", "5"]);
-    assert_eq!(code, Some(0), "{out}\n{err}");
+    let out = ok(&["simulate", "--journal", j, "--seeds", "5"]);
     // journal, problem (2 words), space, failed, strategy, median, p90, median %, p90 %
     let ex = row(&out, "exhaustive");
     assert_eq!(
@@ -109,7 +59,7 @@ fn simulate_replays_a_synthetic_journal() {
     assert!(out.contains("best: "), "{out}");
 
     let md_path = dir.path().join("table.md");
-    let (code, out, err) = autotune(&[
+    let out = ok(&[
         "simulate",
         "--journal",
         j,
@@ -122,7 +72,6 @@ fn simulate_replays_a_synthetic_journal() {
         "--output",
         md_path.to_str().unwrap(),
     ]);
-    assert_eq!(code, Some(0), "{out}\n{err}");
     assert!(
         out.contains(
             "| toy.jsonl | gemm 256x256x256 | 10 | 1 | exhaustive | 8 | 8 | 80.0 | 80.0 |"
@@ -167,13 +116,7 @@ fn simulate_and_tuning_flags_reject_bad_input_clearly() {
         ),
     ];
     for (args, needles) in cases {
-        let (code, out, err) = autotune(args);
-        assert_eq!(code, Some(1), "{args:?}\n{out}\n{err}");
-        let line = err.lines().find(|l| l.starts_with("Error: ")).unwrap_or("");
-        for n in *needles {
-            assert!(line.contains(n), "{args:?}: expected {n:?} in {err}");
-        }
-        assert!(!err.contains("panicked"), "{err}");
+        fails_with(args, needles);
     }
     // Usage errors (clap): exit 2, naming the flag and the accepted form.
     for (args, needle) in [
@@ -181,12 +124,9 @@ fn simulate_and_tuning_flags_reject_bad_input_clearly() {
         (vec!["--shape", "64x64x64", "--budget", "0"], "--budget"),
         (vec!["simulate", "--journal", j, "--seeds", "0"], "--seeds"),
     ] {
-        let (code, _, err) = autotune(&args);
-        assert_eq!(code, Some(2), "{args:?}\n{err}");
-        assert!(err.contains(needle), "{args:?}: {err}");
+        common::check_usage(&run(&args), &[needle]).unwrap_or_else(|e| panic!("{e}"));
     }
-    let (code, out, _) = autotune(&["--help"]);
-    assert_eq!(code, Some(0));
+    let out = ok(&["--help"]);
     for flag in ["--strategy", "--budget", "--time", "simulate"] {
         assert!(out.contains(flag), "--help lacks {flag}:\n{out}");
     }
@@ -208,10 +148,7 @@ fn recorded_journals_meet_the_search_target() {
     paths.sort();
     if paths.is_empty() {
         let reason = format!("no recorded journals (*.jsonl) under {}", dir.display());
-        if std::env::var("AUTOTUNE_REQUIRE_JOURNALS").as_deref() == Ok("1") {
-            panic!("AUTOTUNE_REQUIRE_JOURNALS=1 but {reason}");
-        }
-        println!("skipped: {reason}");
+        common::skip(common::REQUIRE_JOURNALS, &reason);
         return;
     }
     // The issue asks for real journals of at least 4 gemm and 2 gemv shapes.
