@@ -5,7 +5,7 @@
 //! use autotune::product::runtime::Tuned;
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
 //! let ctx = cudarc::driver::CudaContext::new(0)?;
-//! let tuned = Tuned::from_toml_str(&ctx, include_str!("../results/tuning.toml"))?;
+//! let tuned = Tuned::from_toml_str(&ctx, include_str!("../../results/tuning.toml"))?;
 //! let stream = ctx.default_stream();
 //! let (m, n, k) = (512, 512, 512);
 //! let a = stream.alloc_zeros::<f32>(m * k)?;
