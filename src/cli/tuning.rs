@@ -12,7 +12,9 @@ use autotune::problem::{Op, Shape};
 use autotune::report;
 use autotune::search;
 use autotune::tuning::outcome::TuneReport;
-use autotune::tuning::session::{self, Event, Observer, SessionOptions, SessionOutcome};
+use autotune::tuning::session::{
+    self, Event, Observer, SessionError, SessionOptions, SessionOutcome,
+};
 use autotune::tuning::shard::{self, Shard};
 use autotune::tuning::suite::Suite;
 use autotune::tuning::tune::{self, Phase, Progress, TuneOptions};
@@ -197,8 +199,11 @@ pub(super) fn run(args: &Args) -> Result<()> {
     };
     let cache = nvrtc::Cache::new();
     let tune_on = |d: usize, part: &[Shape]| {
-        session::tune_shapes(d, part, &catalog, &cache, &session, &printer)
-            .map_err(anyhow::Error::from)
+        session::tune_shapes(d, part, &catalog, &cache, &session, &printer).map_err(|e| match e {
+            // The database's own error, so that `advise` finds it and adds the --db advice.
+            SessionError::Db(e) => anyhow::Error::from(e),
+            e => anyhow::Error::from(e),
+        })
     };
     // The suite's shapes are spread over the GPUs (balanced by work); every GPU shares the
     // compile caches.
