@@ -317,15 +317,19 @@ mod tests {
         Catalog::builtin().unwrap()
     }
 
+    /// The lookup against the built-in catalog.
+    fn pick(db: &Database, gpu: &str, arch: Option<&str>, op: Op, shape: Shape) -> Choice {
+        lookup(db, &cat(), gpu, arch, op, shape)
+    }
+
     fn shape(s: &str) -> Shape {
         Shape::parse(Op::Gemm, s).unwrap()
     }
 
     #[test]
     fn exact_match_wins() {
-        let c = lookup(
+        let c = pick(
             &db(),
-            &cat(),
             "H100",
             Some("sm_90"),
             Op::Gemm,
@@ -339,18 +343,16 @@ mod tests {
     #[test]
     fn nearest_shape_on_the_same_gpu_in_log_space() {
         // 1500^3 is nearer 1024^3 than 4096^3 in log space.
-        let c = lookup(
+        let c = pick(
             &db(),
-            &cat(),
             "H100",
             Some("sm_90"),
             Op::Gemm,
             shape("1500x1500x1500"),
         );
         assert_eq!((c.rule, c.params["BM"]), (Rule::Nearest, 64));
-        let c = lookup(
+        let c = pick(
             &db(),
-            &cat(),
             "H100",
             Some("sm_90"),
             Op::Gemm,
@@ -359,9 +361,8 @@ mod tests {
         assert_eq!((c.rule, c.params["BM"]), (Rule::Nearest, 128));
         assert!(c.distance > 0.0);
         // The H200 entry at 2048^3 is exact-nearer, but it belongs to another GPU.
-        let c = lookup(
+        let c = pick(
             &db(),
-            &cat(),
             "H100",
             Some("sm_90"),
             Op::Gemm,
@@ -373,9 +374,8 @@ mod tests {
 
     #[test]
     fn another_gpu_of_the_same_arch_then_default() {
-        let c = lookup(
+        let c = pick(
             &db(),
-            &cat(),
             "GH200",
             Some("sm_90"),
             Op::Gemm,
@@ -384,9 +384,8 @@ mod tests {
         assert_eq!(c.rule, Rule::SameArch);
         assert_eq!(c.entry.as_ref().unwrap().gpu, "H200");
         // The 4060 is sm_89: never used for an sm_90 GPU.
-        let c = lookup(
+        let c = pick(
             &db(),
-            &cat(),
             "GH200",
             Some("sm_90"),
             Op::Gemm,
@@ -394,17 +393,10 @@ mod tests {
         );
         assert_ne!(c.entry.unwrap().gpu, "4060");
         // Unknown arch, or no entry of the op: the default.
-        let c = lookup(
-            &db(),
-            &cat(),
-            "GH200",
-            None,
-            Op::Gemm,
-            shape("2000x2000x2000"),
-        );
+        let c = pick(&db(), "GH200", None, Op::Gemm, shape("2000x2000x2000"));
         assert_eq!(c.rule, Rule::Default);
         let v = Shape::parse(Op::Gemv, "4096x4096").unwrap();
-        let c = lookup(&db(), &cat(), "H100", Some("sm_90"), Op::Gemv, v);
+        let c = pick(&db(), "H100", Some("sm_90"), Op::Gemv, v);
         assert_eq!(
             (c.rule, c.family.as_str()),
             (Rule::Default, "gemv_warp_row")
@@ -454,9 +446,8 @@ mod tests {
         let mut stale = entry("H100", Op::Gemm, "4096x4096x4096", 256, 2.0);
         stale.checksum = "0".repeat(64);
         db.upsert(stale);
-        let c = lookup(
+        let c = pick(
             &db,
-            &cat(),
             "H100",
             Some("sm_90"),
             Op::Gemm,
@@ -480,9 +471,8 @@ mod tests {
         let mut e = entry("H100", Op::Gemm, "1024x1024x1024", 64, 2.0);
         e.family = "gemm_from_the_future".into();
         db.upsert(e);
-        let c = lookup(
+        let c = pick(
             &db,
-            &cat(),
             "H100",
             Some("sm_90"),
             Op::Gemm,
