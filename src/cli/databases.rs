@@ -7,7 +7,7 @@ use anyhow::{bail, Context, Result};
 use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc;
 use autotune::db::{Database, DbError, MergeError, MergeOptions};
-use autotune::family::catalog::Catalog;
+use autotune::family::catalog::{Catalog, Freshness};
 use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
 use autotune::product::export::Format;
@@ -71,7 +71,7 @@ pub(super) fn merge(a: &MergeArgs) -> Result<()> {
                         let current: Vec<&str> = c
                             .uses
                             .iter()
-                            .filter(|u| u.checksum == f.checksum)
+                            .filter(|u| cat.freshness(&c.family, &u.checksum) == Freshness::Current)
                             .map(|u| u.source.as_str())
                             .collect();
                         format!(
