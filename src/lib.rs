@@ -15,12 +15,14 @@
 //! - [`search`]: strategies over a space and a budget;
 //! - [`tuning`]: a tuning run end to end, journals, suites, shards, the performance model,
 //!   replay of journals, re-checks, cross-GPU portability;
-//! - [`db`]: the tuning database (schema, TOML codec, merge, errors);
+//! - [`db`]: the tuning database (schema, TOML codec, merge, errors), written through
+//!   [`fileio`] (locked, atomic file writes); [`provenance`] names the machine a result came from;
 //! - [`product`]: what a product links: [`Tuned`], the lookup, the exports;
 //! - [`report`]: tables, charts and GPU comparisons.
 //!
-//! Pure modules (`problem`, `family`, `gpu`, `measure`, `search`, `db`, `report`, and the pure
-//! parts of `tuning`: `model`, `journal`, `replay`, `suite`, `shard`, `recheck`, `outcome`) need
+//! Pure modules (`problem`, `family`, `gpu`, `measure`, `search`, `db`, `fileio`, `provenance`,
+//! `report`, and the pure parts of `tuning`: `plan`, `model`, `journal`, `replay`, `suite`,
+//! `shard`, `recheck`, `outcome`) need
 //! no GPU and no CUDA; `tests/architecture.rs` checks that they import nothing that does.
 
 #![warn(missing_docs)]

@@ -1,5 +1,5 @@
 //! Everything that touches CUDA (through cudarc): opening a device ([`device`]), NVRTC and the
-//! compile caches ([`nvrtc`]), loading, validating and timing a kernel ([`bench`]), and running
+//! compile caches ([`nvrtc`]), loading, validating and timing a kernel ([`mod@bench`]), and running
 //! untrusted kernels in a worker process ([`isolate`]).
 
 pub mod bench;

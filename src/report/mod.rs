@@ -3,7 +3,7 @@
 //!
 //! - this file: text tables of a tuning run, a dry run and a suite;
 //! - [`table`]: the one table renderer ([`Table`]: aligned text, Markdown, CSV) they all use;
-//! - [`compare`]: one op's shapes side by side on several GPUs, with geometric-mean summaries;
+//! - [`gpus`]: one op's shapes side by side on several GPUs, with geometric-mean summaries;
 //! - [`chart`]: SVG bar charts of a comparison, and the Markdown report that shows them;
 //! - [`formats`]: every database entry as CSV, JSON or the T4 autotuning results format.
 

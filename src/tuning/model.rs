@@ -94,7 +94,7 @@ impl Machine {
 
     /// The figures of an opened device: its SMs and clock, the per-SM limits of its arch
     /// (those of sm_90 for an arch this build does not know), and its memory bandwidth from
-    /// [`KNOWN_GPUS`] when its name is there.
+    /// [`crate::gpu::KNOWN_GPUS`] when its name is there.
     pub fn for_device(info: &DeviceInfo) -> Machine {
         let dram = known_gpu(&info.name).map(|g| g.dram_gbs);
         Machine::new(info.limits.sm, info.sms, info.clock_mhz, dram)
@@ -102,7 +102,7 @@ impl Machine {
             .unwrap_or_else(|| unreachable_machine(info.sms))
     }
 
-    /// The figures of the GPU called `name` (as a journal records it), from [`KNOWN_GPUS`],
+    /// The figures of the GPU called `name` (as a journal records it), from [`crate::gpu::KNOWN_GPUS`],
     /// with `sm` and `sms` overriding what the table says (and standing in for it when the
     /// name is unknown: then `sm` is needed, and the SM count defaults to 132).
     pub fn for_gpu(name: &str, sm: Option<i64>, sms: Option<u32>) -> Option<Machine> {

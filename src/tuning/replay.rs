@@ -8,9 +8,9 @@
 //! 90th percentile over the seeds, also as a share of the space.
 //!
 //! The model-guided strategy needs each candidate's launch geometry: it is rebuilt from the
-//! built-in catalog ([`Catalog::builtin`], [`tune::plan`]) for the journal's shape and the
+//! built-in catalog ([`Catalog::builtin`], [`crate::tuning::plan::plan`]) for the journal's shape and the
 //! limits of its GPU's arch (the journal header's `arch`, else the GPU name in
-//! [`model::KNOWN_GPUS`], else `--arch`), matched by family and parameters; records without a
+//! [`crate::gpu::KNOWN_GPUS`], else `--arch`), matched by family and parameters; records without a
 //! match get no estimate (they come last in the model's order).
 
 use crate::family::catalog::Catalog;
