@@ -6,7 +6,7 @@ use crate::cuda::device::Device;
 use crate::cuda::isolate::WorkerSettings;
 use crate::cuda::nvrtc::{self, CompileError, Compiled, DiskCache};
 use crate::family::catalog::{Catalog, Source};
-use crate::family::space::{Limits, SpaceError};
+use crate::family::space::Limits;
 use crate::gpu::Arch;
 use crate::measure::outcome::{Failure, Measured, Stage};
 use crate::measure::timing::TimingSettings;
@@ -26,9 +26,6 @@ use std::time::Instant;
 /// Why a tuning run could not be made.
 #[derive(Debug, thiserror::Error)]
 pub enum TuneError {
-    /// A space could not be evaluated.
-    #[error(transparent)]
-    Space(#[from] SpaceError),
     /// The GPU or cuBLAS failed.
     #[error(transparent)]
     Run(#[from] RunError),
