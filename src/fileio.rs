@@ -329,20 +329,22 @@ pub fn write_atomic(
     Ok(())
 }
 
+/// Names of the files in `dir`, sorted: what a write left behind, for this module's tests and
+/// the database's.
+#[cfg(test)]
+pub(crate) fn listing(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::io::Write as _;
-
-    /// Names of the files in `dir`, sorted.
-    fn listing(dir: &Path) -> Vec<String> {
-        let mut names: Vec<String> = fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        names.sort();
-        names
-    }
 
     #[test]
     fn failed_write_leaves_old_file_and_no_temp() {

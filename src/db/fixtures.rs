@@ -78,15 +78,7 @@ pub(super) fn temp_files(dir: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Names of the files in `dir`, sorted.
-pub(super) fn listing(dir: &Path) -> Vec<String> {
-    let mut names: Vec<String> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .collect();
-    names.sort();
-    names
-}
+pub(super) use crate::fileio::listing;
 
 pub(super) fn sample_db() -> Database {
     let mut db = Database::new();
