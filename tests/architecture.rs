@@ -22,6 +22,8 @@ const PURE: &[&str] = &[
     "src/tuning/recheck.rs",
     "src/tuning/outcome.rs",
     "src/tuning/plan.rs",
+    "src/product/lookup.rs",
+    "src/product/select.rs",
 ];
 
 /// What a pure module may not name: the CUDA layer, cudarc, and the modules that run kernels.

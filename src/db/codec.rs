@@ -4,7 +4,7 @@
 //! the same bytes.
 
 use super::error::parse_error;
-use super::{Database, DbError, Entry, GpuRecord, SCHEMA_VERSION};
+use super::{Coverage, Database, DbError, Entry, GpuRecord, SCHEMA_VERSION};
 use crate::problem::{Op, Shape};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -26,6 +26,8 @@ struct FileRepr {
     gpu: Vec<GpuRecord>,
     #[serde(default)]
     entry: Vec<Entry>,
+    #[serde(default)]
+    coverage: Vec<Coverage>,
 }
 
 /// The order keys of a `[[gpu]]` table are written in; unknown keys follow, sorted.
@@ -153,6 +155,56 @@ fn entry_table(entry: &Entry) -> Result<toml::Table, DbError> {
     Ok(table)
 }
 
+/// The order keys of a `[[coverage]]` table are written in (before its two arrays).
+const COVERAGE_FIELDS: &[&str] = &["gpu", "op", "date", "tool_version", "seed", "produced_by"];
+
+/// Appends a `[[coverage]]` table: its keys, then `configs` and `points` as arrays of inline
+/// tables, one element per line, so that a diff shows which grid point changed.
+fn render_coverage(out: &mut String, c: &Coverage) -> Result<(), DbError> {
+    let which = c.describe();
+    c.check()
+        .map_err(|m| DbError::Serialize(format!("{which}: {m}")))?;
+    if c.seed > i64::MAX as u64 {
+        return Err(DbError::Serialize(format!(
+            "{which}: seed {} is above 2^63 - 1",
+            c.seed
+        )));
+    }
+    let mut head =
+        toml::Table::try_from(c).map_err(|e| DbError::Serialize(format!("{which}: {e}")))?;
+    head.remove("configs");
+    head.remove("points");
+    out.push_str("\n[[coverage]]\n");
+    render_table(out, &head, COVERAGE_FIELDS)?;
+    out.push_str("configs = [\n");
+    for cfg in &c.configs {
+        let mut params = String::new();
+        for (i, (k, v)) in cfg.params.iter().enumerate() {
+            let sep = if i == 0 { "" } else { ", " };
+            let _ = write!(params, "{sep}{} = {v}", render_key(k)?);
+        }
+        let _ = writeln!(
+            out,
+            "    {{ family = {}, params = {{ {params} }}, checksum = {} }},",
+            render_value(&toml::Value::String(cfg.family.clone()))?,
+            render_value(&toml::Value::String(cfg.checksum.clone()))?
+        );
+    }
+    out.push_str("]\npoints = [\n");
+    for p in &c.points {
+        let ms: Vec<String> = p.ms.iter().map(|v| format!("{v:?}")).collect();
+        let _ = writeln!(
+            out,
+            "    {{ shape = {}, cublas_ms = {:?}, ms = [{}] }},",
+            render_value(&toml::Value::String(p.shape.clone()))?,
+            p.cublas_ms,
+            ms.join(", ")
+        );
+    }
+    out.push_str("]\n");
+    Ok(())
+}
+
 /// A key as TOML writes it: bare when it can be, quoted otherwise.
 fn render_key(key: &str) -> Result<String, DbError> {
     let bare = !key.is_empty()
@@ -233,6 +285,7 @@ impl Database {
             schema_version: raw.schema_version,
             gpus: raw.gpu,
             entries: raw.entry,
+            coverage: raw.coverage,
         };
         db.check_content()
             .map_err(|message| DbError::Invalid { path, message })?;
@@ -301,6 +354,19 @@ impl Database {
                 return Err(format!("{which} has a NaN or infinite `{field}`"));
             }
         }
+        let mut covered = BTreeMap::new();
+        for (i, c) in self.coverage.iter().enumerate() {
+            if let Some(first) = covered.insert((c.gpu.as_str(), c.op), i) {
+                return Err(format!(
+                    "[[coverage]] tables {} and {} are both for {}; keep one",
+                    first + 1,
+                    i + 1,
+                    c.describe()
+                ));
+            }
+            c.check()
+                .map_err(|m| format!("[[coverage]] table {}: {m}", i + 1))?;
+        }
         Ok(())
     }
 
@@ -342,6 +408,11 @@ impl Database {
             let table = entry_table(e)?;
             out.push_str("\n[[entry]]\n");
             render_table(&mut out, &table, ENTRY_FIELDS)?;
+        }
+        let mut coverage: Vec<&Coverage> = self.coverage.iter().collect();
+        coverage.sort_by(|a, b| (a.gpu.as_str(), a.op).cmp(&(b.gpu.as_str(), b.op)));
+        for c in coverage {
+            render_coverage(&mut out, c)?;
         }
         Ok(out)
     }
@@ -552,7 +623,7 @@ also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, f
                 err,
                 DbError::NewerSchema {
                     found: 99,
-                    supported: 1,
+                    supported: SCHEMA_VERSION,
                     ..
                 }
             ),
@@ -574,8 +645,124 @@ also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, f
         assert!(matches!(err, DbError::Invalid { .. }), "{err:?}");
         let err = Database::from_toml_str("schema_version = \"1\"\n", "db.toml").unwrap_err();
         assert!(matches!(err, DbError::Parse { line: 1, .. }), "{err:?}");
+        // A version 1 file (before coverage) still loads, and is written at the new version.
         let db = Database::from_toml_str("schema_version = 1\n", "db.toml").unwrap();
-        assert_eq!(db, Database::new());
+        assert_eq!((db.schema_version, db.coverage.len()), (1, 0));
+        assert_eq!(
+            Database {
+                schema_version: SCHEMA_VERSION,
+                ..db
+            },
+            Database::new()
+        );
+    }
+
+    fn coverage_db() -> Database {
+        use crate::db::{Coverage, CoverageConfig, CoveragePoint};
+        let mut db = sample_db();
+        db.upsert_coverage(Coverage {
+            gpu: "NVIDIA H100 80GB HBM3".into(),
+            op: Op::Gemm,
+            date: "2026-11-23T00:00:00Z".into(),
+            tool_version: "0.1.0".into(),
+            seed: 7,
+            produced_by: None,
+            configs: vec![
+                CoverageConfig {
+                    family: "gemm_tile2d".into(),
+                    params: [("BM".to_string(), 64), ("BN".to_string(), 32)].into(),
+                    checksum: "ab".repeat(32),
+                },
+                CoverageConfig {
+                    family: "gemm_tiled".into(),
+                    params: [("TILE".to_string(), 16)].into(),
+                    checksum: "cd".repeat(32),
+                },
+            ],
+            points: vec![
+                CoveragePoint {
+                    shape: "1x64x4096".into(),
+                    cublas_ms: 0.0123,
+                    ms: vec![0.02, 0.0],
+                },
+                CoveragePoint {
+                    shape: "64x64x64".into(),
+                    cublas_ms: 1.5e-3,
+                    ms: vec![2.25e-3, 3.0],
+                },
+            ],
+        });
+        db
+    }
+
+    #[test]
+    fn coverage_round_trips_byte_for_byte_with_one_point_per_line() {
+        let db = coverage_db();
+        let text = db.to_toml_string().unwrap();
+        assert!(text.contains("schema_version = 2\n"), "{text}");
+        assert!(
+            text.contains("\n[[coverage]]\ngpu = \"NVIDIA H100 80GB HBM3\"\nop = \"gemm\"\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    { shape = \"1x64x4096\", cublas_ms = 0.0123, ms = [0.02, 0.0] },\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("{ family = \"gemm_tile2d\", params = { BM = 64, BN = 32 }, checksum = "),
+            "{text}"
+        );
+        let back = Database::from_toml_str(&text, "mem").unwrap();
+        assert_eq!(back, db);
+        assert_eq!(back.to_toml_string().unwrap(), text);
+    }
+
+    #[test]
+    fn broken_coverage_is_refused_naming_the_record() {
+        let text = coverage_db().to_toml_string().unwrap();
+        for (from, to, want) in [
+            ("ms = [0.02, 0.0]", "ms = [0.02]", "1 times for 2 configs"),
+            (
+                "ms = [0.02, 0.0]",
+                "ms = [0.02, -1.0]",
+                "finite and positive",
+            ),
+            (
+                "ms = [0.02, 0.0]",
+                "ms = [0.02, nan]",
+                "finite and positive",
+            ),
+            (
+                "cublas_ms = 0.0123",
+                "cublas_ms = 0.0",
+                "finite and positive",
+            ),
+            (
+                "shape = \"1x64x4096\"",
+                "shape = \"64x64x64\"",
+                "listed twice",
+            ),
+            (
+                "shape = \"1x64x4096\"",
+                "shape = \"0x64\"",
+                "not a gemm shape",
+            ),
+        ] {
+            let bad = text.replacen(from, to, 1);
+            assert_ne!(bad, text);
+            let err = Database::from_toml_str(&bad, "db.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(
+                err.contains(want) && err.contains("NVIDIA H100 80GB HBM3 gemm coverage"),
+                "{to}: {err}"
+            );
+        }
+        let twice = format!("{text}{}", &text[text.find("\n[[coverage]]").unwrap()..]);
+        let err = Database::from_toml_str(&twice, "db.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("both for"), "{err}");
     }
 
     #[test]

@@ -195,9 +195,12 @@ fn check_mergeable(
     opts: MergeOptions,
 ) -> Result<Vec<ChecksumConflict>, MergeError> {
     if let Some((first, first_db)) = inputs.first() {
+        // Every layout this build reads loads into the same records (a version 1 file is a
+        // version 2 file without coverage), so only a layout it cannot read is refused.
+        let layout = |v: u32| if v <= SCHEMA_VERSION { 0 } else { v };
         if let Some((other, other_db)) = inputs
             .iter()
-            .find(|(_, db)| db.schema_version != first_db.schema_version)
+            .find(|(_, db)| layout(db.schema_version) != layout(first_db.schema_version))
         {
             return Err(MergeError::SchemaMismatch {
                 first: first.to_string(),
@@ -343,6 +346,31 @@ impl Database {
                 }
             }
             self.upsert_gpu(g);
+        }
+        for c in other.coverage {
+            match self.coverage(&c.gpu, c.op) {
+                Some(old) if old == &c => {}
+                // The newer measurement of a GPU's grid stays: coverage is not per shape, so
+                // two runs are not mixed point by point.
+                Some(old) if old.date > c.date => report.gpu_notes.push(format!(
+                    "{}: kept the newer one ({}), not {source}'s ({})",
+                    c.describe(),
+                    old.date,
+                    c.date
+                )),
+                Some(old) => {
+                    report.gpu_notes.push(format!(
+                        "{}: took {source}'s ({}), newer than {}",
+                        c.describe(),
+                        c.date,
+                        old.date
+                    ));
+                    self.upsert_coverage(c);
+                }
+                None => {
+                    self.upsert_coverage(c);
+                }
+            }
         }
         for mut e in other.entries {
             let key = e.key();
@@ -650,8 +678,16 @@ mod tests {
         )
         .is_ok());
 
+        // A version 1 file loads into the same records: it merges with a version 2 one.
+        let mut v1 = sample_db();
+        v1.schema_version = 1;
+        assert!(Database::merge_all(
+            vec![("new.toml".into(), sample_db()), ("v1.toml".into(), v1)],
+            MergeOptions::default()
+        )
+        .is_ok());
         let mut old = sample_db();
-        old.schema_version = 2;
+        old.schema_version = SCHEMA_VERSION + 1;
         let err = Database::merge_all(
             vec![("new.toml".into(), sample_db()), ("old.toml".into(), old)],
             MergeOptions::default(),
@@ -660,8 +696,7 @@ mod tests {
         assert!(matches!(
             err,
             MergeError::SchemaMismatch {
-                first_version: 1,
-                other_version: 2,
+                first_version: SCHEMA_VERSION,
                 ..
             }
         ));

@@ -4,7 +4,7 @@
 //! Layout of the file:
 //!
 //! ```toml
-//! schema_version = 1
+//! schema_version = 2
 //!
 //! [[gpu]]
 //! name = "NVIDIA H100 80GB HBM3"
@@ -55,7 +55,10 @@ pub use error::DbError;
 pub use merge::{
     ChecksumConflict, ChecksumUse, MergeConflict, MergeError, MergeOptions, MergeReport,
 };
-pub use schema::{Entry, GpuRecord, Measurement, Producer, SCHEMA_VERSION};
+pub use schema::{
+    Coverage, CoverageConfig, CoveragePoint, Entry, GpuRecord, Measurement, Producer,
+    SCHEMA_VERSION,
+};
 
 use crate::fileio::{self, WriteLock};
 use crate::problem::{Op, Shape};
@@ -73,6 +76,9 @@ pub struct Database {
     pub gpus: Vec<GpuRecord>,
     /// The best configuration per `(gpu, op, m, n, k)`.
     pub entries: Vec<Entry>,
+    /// Portfolio timings over a grid of shapes, at most one per `(gpu, op)`: what the runtime
+    /// predicts untuned shapes from.
+    pub coverage: Vec<Coverage>,
 }
 
 impl Default for Database {
@@ -88,6 +94,7 @@ impl Database {
             schema_version: SCHEMA_VERSION,
             gpus: Vec::new(),
             entries: Vec::new(),
+            coverage: Vec::new(),
         }
     }
 
@@ -232,10 +239,32 @@ impl Database {
         Ok(db)
     }
 
-    /// Sorts GPUs by name and entries by `(gpu, op, m, n, k)`, the order files are written in.
+    /// Sorts GPUs by name, entries by `(gpu, op, m, n, k)` and coverage by `(gpu, op)`, the
+    /// order files are written in.
     pub fn sort(&mut self) {
         self.gpus.sort_by(|a, b| a.name.cmp(&b.name));
         self.entries.sort_by(|a, b| a.key_ref().cmp(&b.key_ref()));
+        self.coverage
+            .sort_by(|a, b| (a.gpu.as_str(), a.op).cmp(&(b.gpu.as_str(), b.op)));
+    }
+
+    /// The coverage record of `gpu` and `op`, if measured.
+    pub fn coverage(&self, gpu: &str, op: Op) -> Option<&Coverage> {
+        self.coverage.iter().find(|c| c.gpu == gpu && c.op == op)
+    }
+
+    /// Adds `cov`, or replaces the coverage of the same GPU and op and returns the old one.
+    pub fn upsert_coverage(&mut self, cov: Coverage) -> Option<Coverage> {
+        if let Some(old) = self
+            .coverage
+            .iter_mut()
+            .find(|c| c.gpu == cov.gpu && c.op == cov.op)
+        {
+            return Some(std::mem::replace(old, cov));
+        }
+        self.coverage.push(cov);
+        self.sort();
+        None
     }
 
     /// Replaces the file `lock` protects with this database, atomically, after removing the
@@ -260,7 +289,7 @@ mod tests {
         let db = sample_db();
         db.save(&path).unwrap();
         let text = fs::read_to_string(&path).unwrap();
-        assert!(text.contains("schema_version = 1\n"), "{text}");
+        assert!(text.contains("schema_version = 2\n"), "{text}");
         assert!(text.contains("\n[[gpu]]\n"), "{text}");
         assert!(text.contains("\n[[entry]]\n"), "{text}");
         assert!(

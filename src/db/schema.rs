@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// The newest file layout this build reads, and the one it writes.
-pub const SCHEMA_VERSION: u32 = 1;
+/// The newest file layout this build reads, and the one it writes. Version 2 added
+/// `[[coverage]]` ([`Coverage`]); version 1 files (no coverage) still load.
+pub const SCHEMA_VERSION: u32 = 2;
 
 /// One GPU the database holds results for (key: `name`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -225,5 +226,117 @@ impl Measurement {
                 .as_ref()
                 .map_or(String::new(), |p| format!(" ({p})"))
         )
+    }
+}
+
+/// What a coverage run measured for one GPU and op ([`Database::coverage`](super::Database)):
+/// a portfolio of configs, each timed on every shape of a grid, beside cuBLAS. The runtime
+/// predicts from it which config is fastest on a shape nobody tuned, and whether cuBLAS is
+/// (see `product::select`). Written as
+///
+/// ```toml
+/// [[coverage]]
+/// gpu = "NVIDIA H100 80GB HBM3"
+/// op = "gemm"
+/// # date, tool_version, seed ...
+/// configs = [
+///     { family = "gemm_warptile", params = { BK = 16, BM = 128 }, checksum = "ab12..." },
+/// ]
+/// points = [
+///     { shape = "64x4096x1024", cublas_ms = 0.0213, ms = [0.0198, 0.0] },
+/// ]
+/// ```
+///
+/// `ms[i]` is config `i`'s median time on the point's shape; 0 means it failed there (it did
+/// not compile, launch or validate) and is never predicted for that region.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Coverage {
+    /// The [`GpuRecord::name`] of the GPU.
+    pub gpu: String,
+    /// The operation.
+    pub op: Op,
+    /// When it was measured, RFC 3339 UTC.
+    pub date: String,
+    /// The autotune version that measured it.
+    pub tool_version: String,
+    /// RNG seed of the inputs.
+    pub seed: u64,
+    /// Which host and GPU measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub produced_by: Option<Producer>,
+    /// The portfolio, in the order of every point's `ms`.
+    pub configs: Vec<CoverageConfig>,
+    /// The grid shapes and their times.
+    pub points: Vec<CoveragePoint>,
+}
+
+/// One config of a coverage portfolio.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoverageConfig {
+    /// The kernel family.
+    pub family: String,
+    /// Its parameters.
+    pub params: BTreeMap<String, i64>,
+    /// The family's checksum when measured: a config whose family changed since is not
+    /// predicted.
+    pub checksum: String,
+}
+
+/// One grid shape of a coverage run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoveragePoint {
+    /// [`Shape::label`] of the shape.
+    pub shape: String,
+    /// cuBLAS's median time, milliseconds.
+    pub cublas_ms: f64,
+    /// Each portfolio config's median time, milliseconds, in the order of
+    /// [`Coverage::configs`]; 0 where the config failed.
+    pub ms: Vec<f64>,
+}
+
+impl CoveragePoint {
+    /// The shape, from its label (checked when the database is read).
+    pub fn shape(&self, op: Op) -> Option<Shape> {
+        Shape::parse(op, &self.shape).ok()
+    }
+}
+
+impl Coverage {
+    /// How the record is named in messages: `GPU op coverage`.
+    pub fn describe(&self) -> String {
+        format!("{} {} coverage", self.gpu, self.op.name())
+    }
+
+    /// Checks what TOML types cannot: every point's shape parses, has one time per config,
+    /// and its times are finite and not negative.
+    pub(super) fn check(&self) -> Result<(), String> {
+        let which = self.describe();
+        if self.configs.is_empty() {
+            return Err(format!("{which} has no configs"));
+        }
+        let mut seen = std::collections::BTreeSet::new();
+        for (i, p) in self.points.iter().enumerate() {
+            let at = format!("{which}, point {} ({:?})", i + 1, p.shape);
+            let shape = p
+                .shape(self.op)
+                .ok_or_else(|| format!("{at}: not a {} shape", self.op.name()))?;
+            if !seen.insert((shape.m, shape.n, shape.k)) {
+                return Err(format!("{at}: the shape is listed twice; keep one"));
+            }
+            if p.ms.len() != self.configs.len() {
+                return Err(format!(
+                    "{at}: {} times for {} configs; give one per config (0 where it failed)",
+                    p.ms.len(),
+                    self.configs.len()
+                ));
+            }
+            let bad = |v: f64| !v.is_finite() || v < 0.0;
+            if bad(p.cublas_ms) || p.cublas_ms == 0.0 || p.ms.iter().any(|v| bad(*v)) {
+                return Err(format!(
+                    "{at}: times must be finite and positive (0 marks a failed config)"
+                ));
+            }
+        }
+        Ok(())
     }
 }

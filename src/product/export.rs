@@ -436,6 +436,8 @@ mod tests {
             entry: None,
             distance: 0.0,
             skipped: Vec::new(),
+            prediction: None,
+            vendor: false,
         }
     }
 

@@ -2,10 +2,18 @@
 //!
 //! Rules, in order:
 //! 1. **exact**: an entry for this GPU, op and shape;
-//! 2. **nearest**: the entry of this GPU and op whose shape is nearest in log space,
+//! 2. **predicted**: the fastest config of this GPU's coverage portfolio as predicted for the
+//!    shape from the grid measurements ([`crate::product::select`]);
+//! 3. **nearest**: the entry of this GPU and op whose shape is nearest in log space,
 //!    `d = sqrt(sum over M, N, K of ln(a / b)^2)` (so 2048 is as far from 1024 as from 4096);
-//! 3. **same arch**: the nearest entry (same distance) of another GPU of the same arch;
-//! 4. **default**: a built-in config per op that is reasonable on any GPU.
+//! 4. **same arch**: the nearest entry (same distance) of another GPU of the same arch;
+//! 5. **default**: a built-in config per op that is reasonable on any GPU.
+//!
+//! The **vendor guard** (on unless [`LookupOptions::vendor_guard`] is off) then looks at the
+//! evidence of rules 1 and 2: when the exact entry was slower than cuBLAS, or the prediction
+//! is not clearly faster than cuBLAS's ([`crate::product::select::GUARD_MARGIN`]), the choice
+//! says to call cuBLAS ([`Choice::vendor`]); the config stays in the choice for `explain` and
+//! the exports. The other rules carry no evidence about cuBLAS on this shape.
 //!
 //! Every template is correct for every shape, so any recorded config is valid for any shape;
 //! the fallbacks only cost speed. An entry tuned against another version of its family (its
@@ -16,6 +24,7 @@
 use crate::db::{Database, Entry};
 use crate::family::catalog::{Catalog, Freshness};
 use crate::problem::{Op, Shape};
+use crate::product::select::{Ranking, Selector};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -25,6 +34,8 @@ use std::fmt;
 pub enum Rule {
     /// This GPU, op and shape were tuned.
     Exact,
+    /// Predicted from this GPU's coverage grid.
+    Predicted,
     /// The nearest tuned shape on this GPU.
     Nearest,
     /// The nearest tuned shape of another GPU of the same arch.
@@ -37,6 +48,7 @@ impl fmt::Display for Rule {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Rule::Exact => "exact",
+            Rule::Predicted => "predicted from the coverage grid",
             Rule::Nearest => "nearest tuned shape on this GPU",
             Rule::SameArch => "nearest tuned shape of another GPU of the same arch",
             Rule::Default => "built-in default",
@@ -60,6 +72,53 @@ pub struct Choice {
     /// Entries a rule would have chosen but that are not current for this build, in rule
     /// order; empty when nothing was passed over.
     pub skipped: Vec<Skipped>,
+    /// For [`Rule::Predicted`]: the predicted times.
+    pub prediction: Option<Prediction>,
+    /// The vendor guard says to call cuBLAS instead: the evidence (the exact entry's
+    /// measurement, or the prediction) says it is faster here. The config is what would
+    /// run otherwise.
+    pub vendor: bool,
+}
+
+/// What the coverage predicted for a shape ([`Rule::Predicted`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Prediction {
+    /// The chosen config's predicted time, milliseconds.
+    pub ms: f64,
+    /// cuBLAS's predicted time, milliseconds.
+    pub cublas_ms: f64,
+    /// The chosen config's index in the portfolio.
+    pub index: usize,
+    /// Usable configs ranked.
+    pub ranked: usize,
+}
+
+/// Which rules the lookup may use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LookupOptions {
+    /// Predict from the coverage grid (rule 2).
+    pub coverage: bool,
+    /// Call cuBLAS where the evidence says it is faster.
+    pub vendor_guard: bool,
+}
+
+impl Default for LookupOptions {
+    fn default() -> Self {
+        LookupOptions {
+            coverage: true,
+            vendor_guard: true,
+        }
+    }
+}
+
+impl LookupOptions {
+    /// The rules before coverage existed: exact, nearest, same arch, default; no guard.
+    pub fn nearest_only() -> LookupOptions {
+        LookupOptions {
+            coverage: false,
+            vendor_guard: false,
+        }
+    }
 }
 
 /// An entry the lookup passed over because its checksum is not this build's.
@@ -100,7 +159,37 @@ impl Choice {
     }
 
     fn describe_choice(&self, op: Op, shape: Shape) -> String {
+        let line = self.describe_config(op, shape);
+        if !self.vendor {
+            return line;
+        }
+        let why = match (&self.entry, &self.prediction) {
+            (Some(e), _) => format!("measured {:.3}x cuBLAS here", e.vs_cublas),
+            (None, Some(p)) => format!(
+                "predicted {:.4} ms against cuBLAS's {:.4} ms",
+                p.ms, p.cublas_ms
+            ),
+            (None, None) => "no evidence".to_string(),
+        };
+        format!(
+            "{op} {}: cuBLAS (vendor guard: {why}); otherwise {line}",
+            shape.label(op)
+        )
+    }
+
+    fn describe_config(&self, op: Op, shape: Shape) -> String {
         let params = crate::family::space::params_label(&self.params);
+        if let Some(p) = &self.prediction {
+            return format!(
+                "{op} {}: {} {params} ({}: {:.4} ms predicted, cuBLAS {:.4} ms; best of {} configs)",
+                shape.label(op),
+                self.family,
+                self.rule,
+                p.ms,
+                p.cublas_ms,
+                p.ranked
+            );
+        }
         match &self.entry {
             Some(e) => format!(
                 "{op} {}: {} {params} ({}: {} {} on {}, {:.4} ms there, {:.3}x cuBLAS; distance {:.3})",
@@ -165,7 +254,7 @@ fn nearest<'a>(entries: impl Iterator<Item = &'a Entry>, shape: Shape) -> Option
 
 /// Chooses the config for `op` on `shape` on the GPU named `gpu` of arch `arch` (e.g. `sm_90`;
 /// `None` when unknown, which skips the same-arch rule), among the entries that are current for
-/// `catalog`.
+/// `catalog`, with every rule and the vendor guard on.
 pub fn lookup(
     db: &Database,
     catalog: &Catalog,
@@ -173,6 +262,65 @@ pub fn lookup(
     arch: Option<&str>,
     op: Op,
     shape: Shape,
+) -> Choice {
+    let selector = selector_for(db, catalog, gpu, op);
+    lookup_with(
+        db,
+        catalog,
+        gpu,
+        arch,
+        op,
+        shape,
+        LookupOptions::default(),
+        selector.as_ref(),
+    )
+}
+
+/// The predictor of `gpu`'s coverage for `op`, when the database has one it can use.
+pub fn selector_for(db: &Database, catalog: &Catalog, gpu: &str, op: Op) -> Option<Selector> {
+    let cov = db.coverage(gpu, op)?;
+    let rec = db.gpu(gpu)?;
+    Selector::new(cov, rec, catalog)
+        .ok()
+        .filter(|s| s.usable() > 0 && s.points() > 0)
+}
+
+/// [`lookup`] with a choice of rules, predicting with `selector` (from [`selector_for`], kept
+/// by callers that look up many shapes).
+#[allow(clippy::too_many_arguments)]
+pub fn lookup_with(
+    db: &Database,
+    catalog: &Catalog,
+    gpu: &str,
+    arch: Option<&str>,
+    op: Op,
+    shape: Shape,
+    opts: LookupOptions,
+    selector: Option<&Selector>,
+) -> Choice {
+    let mut choice = rules(db, catalog, gpu, arch, op, shape, opts, selector);
+    if opts.vendor_guard {
+        choice.vendor = match (choice.rule, &choice.entry, &choice.prediction) {
+            (Rule::Exact, Some(e), _) => e.vs_cublas < 1.0,
+            (Rule::Predicted, _, Some(p)) => {
+                p.ms > crate::product::select::GUARD_MARGIN * p.cublas_ms
+            }
+            _ => false,
+        };
+    }
+    choice
+}
+
+#[allow(clippy::too_many_arguments)]
+fn rules(
+    db: &Database,
+    catalog: &Catalog,
+    gpu: &str,
+    arch: Option<&str>,
+    op: Op,
+    shape: Shape,
+    opts: LookupOptions,
+    selector: Option<&Selector>,
 ) -> Choice {
     let freshness = |e: &Entry| catalog.freshness(&e.family, &e.checksum);
     let mut skipped = Vec::new();
@@ -204,6 +352,11 @@ pub fn lookup(
             pass_over(Rule::Exact, e);
         }
     }
+    if found.is_none() && opts.coverage {
+        if let Some(pick) = selector.and_then(|sel| predicted(sel, shape)) {
+            return Choice { skipped, ..pick };
+        }
+    }
     for rule in [Rule::Nearest, Rule::SameArch] {
         if found.is_some() {
             break;
@@ -230,6 +383,8 @@ pub fn lookup(
             entry: Some(e.clone()),
             distance,
             skipped,
+            prediction: None,
+            vendor: false,
         },
         None => {
             let (family, params) = default_config(op);
@@ -240,9 +395,33 @@ pub fn lookup(
                 entry: None,
                 distance: 0.0,
                 skipped,
+                prediction: None,
+                vendor: false,
             }
         }
     }
+}
+
+/// The coverage's choice for `shape`, when it ranks any config.
+fn predicted(sel: &Selector, shape: Shape) -> Option<Choice> {
+    let ranking: Ranking = sel.rank(shape)?;
+    let best = ranking.configs.first()?;
+    let config = sel.config(best.index)?;
+    Some(Choice {
+        rule: Rule::Predicted,
+        family: config.family.clone(),
+        params: config.params.clone(),
+        entry: None,
+        distance: ranking.nearest,
+        skipped: Vec::new(),
+        prediction: Some(Prediction {
+            ms: best.ms,
+            cublas_ms: ranking.cublas_ms,
+            index: best.index,
+            ranked: ranking.configs.len(),
+        }),
+        vendor: false,
+    })
 }
 
 #[cfg(test)]

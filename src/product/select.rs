@@ -1,0 +1,492 @@
+//! Choosing a config for a shape nobody tuned, from a coverage run ([`Coverage`]): a portfolio
+//! of configs timed on a grid of shapes beside cuBLAS. Pure: no GPU.
+//!
+//! The prediction is the analytic model ([`crate::tuning::model`]) calibrated by the
+//! measurements. For config `c` the model's estimate `b_c(s)` knows the launch geometry on
+//! shape `s` (tiles, waves, occupancy, split-K), which is what changes abruptly from one shape
+//! to the next; what it does not know (instruction mix, coalescing, the compiler) changes
+//! slowly, so it is measured on the grid as a residual `r_c(g) = ln(t_c(g) / b_c(g))` and
+//! interpolated: `ln t_c(s) = ln b_c(s) + sum_g w_g r_c(g) / sum_g w_g` over the
+//! [`NEIGHBOURS`] grid points nearest `s` in log-shape space (where `c` ran), weighted by
+//! `1 / (d^2 + EPS)`. cuBLAS is predicted the same way from a roofline estimate
+//! (`max(flops / peak, bytes / bandwidth)` plus a launch). The config with the smallest
+//! predicted time wins; the vendor guard compares it with cuBLAS's prediction.
+//!
+//! [`Selector::leave_one_out`] checks the rule on the grid itself: each point is predicted
+//! from the others and the choice's real time there is compared with the best of the
+//! portfolio and with cuBLAS.
+
+use crate::db::{Coverage, CoverageConfig, GpuRecord};
+use crate::family::catalog::{Catalog, Freshness};
+use crate::family::space::{Config, Limits};
+use crate::gpu::Arch;
+use crate::problem::{Op, Shape};
+use crate::tuning::model::{estimate, Footprint, Machine};
+use std::str::FromStr;
+
+/// Grid points each prediction interpolates from.
+pub const NEIGHBOURS: usize = 6;
+/// Keeps the weight of a point at distance 0 finite (log units squared).
+const EPS: f64 = 0.05;
+/// The guard keeps our kernel only when its predicted time is at most this fraction of
+/// cuBLAS's: predictions err by a few percent, and a wrong "ours" costs more than a wrong
+/// "cuBLAS" (which is never slower than cuBLAS).
+pub const GUARD_MARGIN: f64 = 0.97;
+
+/// A config's predicted time on a shape.
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Predicted {
+    /// Its index in the coverage's portfolio.
+    pub index: usize,
+    /// Predicted median time, milliseconds.
+    pub ms: f64,
+}
+
+/// The portfolio ranked for one shape.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Ranking {
+    /// Usable configs, fastest predicted first.
+    pub configs: Vec<Predicted>,
+    /// cuBLAS's predicted time, milliseconds.
+    pub cublas_ms: f64,
+    /// Log-space distance to the nearest grid point used.
+    pub nearest: f64,
+}
+
+impl Ranking {
+    /// Whether the vendor guard would call cuBLAS: the best prediction is not clearly faster.
+    pub fn prefers_cublas(&self) -> bool {
+        self.configs
+            .first()
+            .is_none_or(|b| b.ms > GUARD_MARGIN * self.cublas_ms)
+    }
+}
+
+struct Point {
+    shape: Shape,
+    log: [f64; 3],
+    cublas_ms: f64,
+    cublas_residual: f64,
+    /// Per config: `ln(t / b)`, or `None` where it failed or cannot be modelled.
+    residual: Vec<Option<f64>>,
+    ms: Vec<f64>,
+}
+
+/// A coverage record made ready to predict from, for one GPU.
+pub struct Selector {
+    op: Op,
+    configs: Vec<Usable>,
+    points: Vec<Point>,
+    machine: Machine,
+    limits: Limits,
+}
+
+struct Usable {
+    config: Config,
+    /// The family's space, when this build has the family at the recorded checksum.
+    current: bool,
+    family: Option<crate::family::catalog::Family>,
+}
+
+fn log_shape(s: Shape) -> [f64; 3] {
+    [
+        (s.m.max(1) as f64).ln(),
+        (s.n.max(1) as f64).ln(),
+        (s.k.max(1) as f64).ln(),
+    ]
+}
+
+fn dist2(a: &[f64; 3], b: &[f64; 3]) -> f64 {
+    (0..3).map(|i| (a[i] - b[i]).powi(2)).sum()
+}
+
+/// What the machine reaches at best on `shape`: the roofline, plus a launch.
+fn roofline_ms(op: Op, shape: Shape, machine: &Machine) -> f64 {
+    let compute = shape.flops() / (machine.fp32_gflops.max(1e-3) * 1e9);
+    let memory = shape.min_bytes(op) / (machine.dram_gbs.max(1e-3) * 1e9);
+    compute.max(memory) * 1e3 + 0.003
+}
+
+/// Why a coverage record cannot be used for prediction.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum SelectError {
+    /// The database has no record of the coverage's GPU, so the model has no figures.
+    #[error("{0}: the database has no [[gpu]] record of that GPU, so its figures are unknown")]
+    NoGpu(String),
+    /// The GPU record names an arch the model does not know.
+    #[error("{0}: arch {1} is not one this build knows")]
+    Arch(String, String),
+}
+
+impl Selector {
+    /// Prepares `cov` for prediction on the GPU `gpu` describes, with the families of `catalog`
+    /// (a config whose family is missing or changed since is never predicted).
+    pub fn new(
+        cov: &Coverage,
+        gpu: &GpuRecord,
+        catalog: &Catalog,
+    ) -> Result<Selector, SelectError> {
+        let sm = Arch::from_str(&gpu.arch)
+            .map_err(|_| SelectError::Arch(cov.describe(), gpu.arch.clone()))?
+            .number() as i64;
+        let machine = Machine::new(sm, gpu.sms, gpu.clock_mhz, gpu.copy_bandwidth_gbs)
+            .ok_or_else(|| SelectError::Arch(cov.describe(), gpu.arch.clone()))?;
+        let limits = Limits::for_arch(sm)
+            .ok_or_else(|| SelectError::Arch(cov.describe(), gpu.arch.clone()))?;
+        let configs: Vec<Usable> = cov.configs.iter().map(|c| usable(c, catalog)).collect();
+        let mut sel = Selector {
+            op: cov.op,
+            configs,
+            points: Vec::new(),
+            machine,
+            limits,
+        };
+        for p in &cov.points {
+            let Some(shape) = p.shape(cov.op) else {
+                continue;
+            };
+            let residual = (0..sel.configs.len())
+                .map(|i| {
+                    let t = p.ms[i];
+                    let b = sel.basis(i, shape)?;
+                    (t > 0.0).then(|| (t / b).ln())
+                })
+                .collect();
+            sel.points.push(Point {
+                shape,
+                log: log_shape(shape),
+                cublas_ms: p.cublas_ms,
+                cublas_residual: (p.cublas_ms / roofline_ms(cov.op, shape, &machine)).ln(),
+                residual,
+                ms: p.ms.clone(),
+            });
+        }
+        Ok(sel)
+    }
+
+    /// The portfolio config at `index`.
+    pub fn config(&self, index: usize) -> Option<&Config> {
+        self.configs.get(index).map(|u| &u.config)
+    }
+
+    /// Configs of the portfolio this build can launch.
+    pub fn usable(&self) -> usize {
+        self.configs.iter().filter(|c| c.current).count()
+    }
+
+    /// Grid points.
+    pub fn points(&self) -> usize {
+        self.points.len()
+    }
+
+    /// The model's estimate for config `i` on `shape`, milliseconds.
+    fn basis(&self, i: usize, shape: Shape) -> Option<f64> {
+        let u = self.configs.get(i)?;
+        let family = u.family.as_ref().filter(|_| u.current)?;
+        let launch = family.space.launch(&u.config, shape, &self.limits).ok()?;
+        let hints = family
+            .space
+            .model_hints(&u.config, shape, &self.limits)
+            .unwrap_or_default();
+        let t = estimate(self.op, shape, &Footprint { launch, hints }, &self.machine).time_ms;
+        (t.is_finite() && t > 0.0).then_some(t)
+    }
+
+    /// Ranks the usable configs for `shape`, fastest predicted first. `None` when the grid
+    /// is empty or no config is usable.
+    pub fn rank(&self, shape: Shape) -> Option<Ranking> {
+        self.rank_without(shape, None)
+    }
+
+    fn rank_without(&self, shape: Shape, skip: Option<usize>) -> Option<Ranking> {
+        let at = log_shape(shape);
+        let mut near: Vec<(f64, usize)> = self
+            .points
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| Some(*i) != skip)
+            .map(|(i, p)| (dist2(&at, &p.log), i))
+            .collect();
+        near.sort_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+        near.truncate(NEIGHBOURS);
+        let nearest = near.first()?.0.sqrt();
+        let interpolate = |f: &dyn Fn(&Point) -> Option<f64>| {
+            let (mut sum, mut weights) = (0.0, 0.0);
+            for &(d2, i) in &near {
+                if let Some(r) = f(&self.points[i]) {
+                    let w = 1.0 / (d2 + EPS);
+                    sum += w * r;
+                    weights += w;
+                }
+            }
+            (weights > 0.0).then(|| sum / weights)
+        };
+        let mut configs: Vec<Predicted> = (0..self.configs.len())
+            .filter_map(|i| {
+                // A config that failed at any neighbour is not trusted in that region.
+                if near.iter().any(|&(_, p)| self.points[p].ms[i] == 0.0) {
+                    return None;
+                }
+                let r = interpolate(&|p: &Point| p.residual[i])?;
+                let b = self.basis(i, shape)?;
+                Some(Predicted {
+                    index: i,
+                    ms: b * r.exp(),
+                })
+            })
+            .collect();
+        configs.sort_by(|a, b| a.ms.total_cmp(&b.ms).then(a.index.cmp(&b.index)));
+        let cublas = interpolate(&|p: &Point| Some(p.cublas_residual))?;
+        Some(Ranking {
+            configs,
+            cublas_ms: roofline_ms(self.op, shape, &self.machine) * cublas.exp(),
+            nearest,
+        })
+    }
+
+    /// Predicts every grid point from the others and scores the choices against what was
+    /// measured there.
+    pub fn leave_one_out(&self) -> Vec<Holdout> {
+        self.points
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let best =
+                    p.ms.iter()
+                        .enumerate()
+                        .filter(|(c, t)| **t > 0.0 && self.configs[*c].current)
+                        .map(|(_, t)| *t)
+                        .min_by(f64::total_cmp)?;
+                let ranking = self.rank_without(p.shape, Some(i))?;
+                let chosen = ranking.configs.first()?;
+                let chosen_ms = p.ms[chosen.index];
+                // A choice that failed here counts as cuBLAS's time x 10: the worst case.
+                let chosen_ms = if chosen_ms > 0.0 {
+                    chosen_ms
+                } else {
+                    10.0 * p.cublas_ms
+                };
+                Some(Holdout {
+                    shape: p.shape,
+                    regret: chosen_ms / best,
+                    vs_cublas: p.cublas_ms / chosen_ms,
+                    guarded_vs_cublas: if ranking.prefers_cublas() {
+                        1.0
+                    } else {
+                        p.cublas_ms / chosen_ms
+                    },
+                    best_vs_cublas: p.cublas_ms / best,
+                })
+            })
+            .collect()
+    }
+}
+
+/// One grid point predicted from the others ([`Selector::leave_one_out`]).
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
+pub struct Holdout {
+    /// The point's shape.
+    pub shape: Shape,
+    /// The chosen config's time over the portfolio's best there (1 = the best).
+    pub regret: f64,
+    /// cuBLAS's time over the chosen config's (above 1: faster than cuBLAS).
+    pub vs_cublas: f64,
+    /// The same with the vendor guard (1 where it calls cuBLAS).
+    pub guarded_vs_cublas: f64,
+    /// cuBLAS's time over the portfolio's best: what an oracle would get.
+    pub best_vs_cublas: f64,
+}
+
+fn usable(c: &CoverageConfig, catalog: &Catalog) -> Usable {
+    let family = catalog.get(&c.family).ok().cloned();
+    Usable {
+        config: Config {
+            family: c.family.clone(),
+            params: c.params.clone(),
+        },
+        current: catalog.freshness(&c.family, &c.checksum) == Freshness::Current,
+        family,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::{CoveragePoint, GpuRecord};
+
+    fn h100() -> GpuRecord {
+        GpuRecord {
+            name: "NVIDIA H100 80GB HBM3".into(),
+            arch: "sm_90".into(),
+            sms: 132,
+            clock_mhz: 1980,
+            fp32_peak_gflops: 66908.0,
+            memory_mib: 80000,
+            driver_version: "13.0".into(),
+            nvrtc_version: "13.0".into(),
+            copy_bandwidth_gbs: Some(3000.0),
+        }
+    }
+
+    fn cfg(cat: &Catalog, family: &str, params: &[(&str, i64)]) -> CoverageConfig {
+        CoverageConfig {
+            family: family.into(),
+            params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            checksum: cat.get(family).unwrap().checksum.clone(),
+        }
+    }
+
+    /// Two configs: a big tile that wins on big shapes, a small one that wins on small
+    /// shapes; times made from the model itself times a per-config factor, so the residuals
+    /// are constant and the prediction must be exact.
+    fn coverage(cat: &Catalog) -> (Coverage, Selector) {
+        let configs = vec![
+            cfg(
+                cat,
+                "gemm_tile2d",
+                &[
+                    ("BM", 128),
+                    ("BN", 128),
+                    ("BK", 16),
+                    ("TM", 8),
+                    ("TN", 8),
+                    ("PREFETCH", 1),
+                ],
+            ),
+            cfg(
+                cat,
+                "gemm_tile2d",
+                &[
+                    ("BM", 32),
+                    ("BN", 32),
+                    ("BK", 16),
+                    ("TM", 2),
+                    ("TN", 2),
+                    ("PREFETCH", 1),
+                ],
+            ),
+        ];
+        let mut cov = Coverage {
+            gpu: h100().name,
+            op: Op::Gemm,
+            date: "2026-11-23T00:00:00Z".into(),
+            tool_version: "0".into(),
+            seed: 1,
+            produced_by: None,
+            configs,
+            points: Vec::new(),
+        };
+        let probe = Selector::new(&cov, &h100(), cat).unwrap();
+        for m in [16u64, 64, 256, 1024, 4096] {
+            for k in [16u64, 256, 4096] {
+                let shape = Shape { m, n: m, k };
+                let ms: Vec<f64> = (0..2)
+                    .map(|i| probe.basis(i, shape).unwrap() * if i == 0 { 1.1 } else { 0.9 })
+                    .collect();
+                cov.points.push(CoveragePoint {
+                    shape: shape.label(Op::Gemm),
+                    cublas_ms: 1.05 * roofline_ms(Op::Gemm, shape, &probe.machine),
+                    ms,
+                });
+            }
+        }
+        let sel = Selector::new(&cov, &h100(), cat).unwrap();
+        (cov, sel)
+    }
+
+    #[test]
+    fn constant_residuals_predict_exactly_and_leave_one_out_has_no_regret() {
+        let cat = Catalog::builtin().unwrap();
+        let (_, sel) = coverage(&cat);
+        assert_eq!((sel.points(), sel.usable()), (15, 2));
+        let shape = Shape {
+            m: 700,
+            n: 700,
+            k: 900,
+        };
+        let r = sel.rank(shape).unwrap();
+        assert_eq!(r.configs.len(), 2);
+        for p in &r.configs {
+            let want = sel.basis(p.index, shape).unwrap() * if p.index == 0 { 1.1 } else { 0.9 };
+            assert!((p.ms / want - 1.0).abs() < 1e-9, "{p:?} vs {want}");
+        }
+        assert!(r.configs[0].ms <= r.configs[1].ms);
+        let cub = 1.05 * roofline_ms(Op::Gemm, shape, &sel.machine);
+        assert!((r.cublas_ms / cub - 1.0).abs() < 1e-9);
+        let loo = sel.leave_one_out();
+        assert_eq!(loo.len(), 15);
+        assert!(
+            loo.iter().all(|h| (h.regret - 1.0).abs() < 1e-12),
+            "{loo:?}"
+        );
+    }
+
+    #[test]
+    fn a_config_that_failed_nearby_is_not_predicted_and_a_stale_one_never() {
+        let cat = Catalog::builtin().unwrap();
+        let (mut cov, _) = coverage(&cat);
+        // Config 1 failed on the small shapes.
+        for p in cov.points.iter_mut().take(3) {
+            p.ms[1] = 0.0;
+        }
+        let sel = Selector::new(&cov, &h100(), &cat).unwrap();
+        let small = sel
+            .rank(Shape {
+                m: 16,
+                n: 16,
+                k: 100,
+            })
+            .unwrap();
+        assert!(small.configs.iter().all(|p| p.index == 0), "{small:?}");
+        let big = sel
+            .rank(Shape {
+                m: 4096,
+                n: 4096,
+                k: 4096,
+            })
+            .unwrap();
+        assert_eq!(big.configs.len(), 2);
+
+        cov.configs[0].checksum = "0".repeat(64);
+        let sel = Selector::new(&cov, &h100(), &cat).unwrap();
+        assert_eq!(sel.usable(), 1);
+        let r = sel
+            .rank(Shape {
+                m: 4096,
+                n: 4096,
+                k: 4096,
+            })
+            .unwrap();
+        assert!(r.configs.iter().all(|p| p.index == 1), "{r:?}");
+    }
+
+    #[test]
+    fn the_guard_prefers_cublas_unless_clearly_faster() {
+        let r = |ours: f64| Ranking {
+            configs: vec![Predicted { index: 0, ms: ours }],
+            cublas_ms: 1.0,
+            nearest: 0.0,
+        };
+        assert!(r(0.99).prefers_cublas());
+        assert!(r(1.2).prefers_cublas());
+        assert!(!r(0.9).prefers_cublas());
+        let none = Ranking {
+            configs: Vec::new(),
+            cublas_ms: 1.0,
+            nearest: 0.0,
+        };
+        assert!(none.prefers_cublas());
+    }
+
+    #[test]
+    fn an_unknown_arch_is_an_error() {
+        let cat = Catalog::builtin().unwrap();
+        let (cov, _) = coverage(&cat);
+        let mut g = h100();
+        g.arch = "sm_12".into();
+        assert!(matches!(
+            Selector::new(&cov, &g, &cat),
+            Err(SelectError::Arch(..))
+        ));
+    }
+}
