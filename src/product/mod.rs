@@ -1,6 +1,8 @@
 //! What a product links: the runtime ([`runtime`], [`crate::Tuned`]), the lookup that picks a
-//! config for a shape ([`lookup`]), and the exports (CUDA header, cubin) ([`export`]).
+//! config for a shape ([`lookup`]), the exports (CUDA header, cubin) ([`export`]), and the
+//! opt-in recording of the shapes a product calls ([`record`]).
 
 pub mod export;
 pub mod lookup;
+pub mod record;
 pub mod runtime;
