@@ -2,6 +2,7 @@
 //! ([`advice`]). Nothing depends on this module.
 
 mod advice;
+mod coverage;
 mod databases;
 mod simulate;
 mod tuning;
@@ -143,6 +144,9 @@ enum Command {
     /// Write the kernel and launch helper the database chooses for a shape as a self-contained
     /// CUDA header for nvcc-built products (no GPU needed).
     Export(ExportArgs),
+    /// Measure a coverage grid: a portfolio of configs timed on shapes of every kind, from
+    /// which the runtime predicts shapes nobody tuned.
+    Cover(coverage::CoverArgs),
     /// Internal: serve a tuning parent over stdin/stdout (started by autotune itself).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -485,6 +489,7 @@ fn run(args: &Args) -> Result<()> {
         Some(Command::Compare(a)) => return databases::compare(a),
         Some(Command::Report(a)) => return databases::report(a),
         Some(Command::Cross(a)) => return databases::cross(a),
+        Some(Command::Cover(a)) => return coverage::cover(a),
         Some(Command::Simulate(a)) => return simulate::run(a),
         Some(Command::Worker) => tuning::worker(),
         None => {}

@@ -190,21 +190,7 @@ impl<'d> Bench<'d> {
         } else {
             None
         };
-        let blas = CudaBlas::new(s.clone()).map_err(blas_err("handle creation"))?;
-        // Plain FP32 for the baseline: no TF32 tensor-core shortcuts.
-        // SAFETY: the handle is live; the mode is a valid enum value.
-        let rc = unsafe {
-            cudarc::cublas::sys::cublasSetMathMode(
-                *blas.handle(),
-                cublasMath_t::CUBLAS_DEFAULT_MATH,
-            )
-        };
-        if rc != cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-            return Err(RunError::Cublas {
-                what: "cublasSetMathMode",
-                message: format!("{rc:?}"),
-            });
-        }
+        let blas = fp32_blas(s)?;
         let (reference, bound) = match op {
             Op::Gemv => verify::gemv_reference(m, k, &a_host, &b_host),
             Op::Gemm if shape.m * shape.n * shape.k <= CPU_REFERENCE_MAX_MACS => {
@@ -283,21 +269,7 @@ impl<'d> Bench<'d> {
         let mut out = self.out.slice_mut(GUARD..GUARD + len);
         match work {
             // SAFETY (both calls): a, b and out were allocated for this shape.
-            Work::Cublas => match self.op {
-                Op::Gemm => unsafe {
-                    self.blas.gemm(
-                        row_major_gemm(self.shape, 1.0f32),
-                        &self.b,
-                        &self.a,
-                        &mut out,
-                    )
-                },
-                Op::Gemv => unsafe {
-                    self.blas
-                        .gemv(row_major_gemv(self.shape), &self.a, &self.b, &mut out)
-                },
-            }
-            .map_err(|e| format!("cuBLAS: {e:?}")),
+            Work::Cublas => cublas_call(&self.blas, self.op, self.shape, &self.a, &self.b, &mut out),
             Work::Kernel(kern) => launch(
                 &self.dev.stream,
                 &kern.func,
@@ -588,6 +560,42 @@ fn guard_violation(before: &[f32], after: &[f32]) -> Option<Failure> {
             "wrote out of bounds: the guard region {side} the output was overwritten ({at} float(s) {side} it)"
         ),
     })
+}
+
+/// A cuBLAS handle on `stream` in plain FP32 mode (no TF32 tensor-core shortcuts): the one
+/// the baseline and the runtime's vendor guard use.
+pub fn fp32_blas(stream: &Arc<CudaStream>) -> Result<CudaBlas, RunError> {
+    let blas = CudaBlas::new(stream.clone()).map_err(blas_err("handle creation"))?;
+    // SAFETY: the handle is live; the mode is a valid enum value.
+    let rc = unsafe {
+        cudarc::cublas::sys::cublasSetMathMode(*blas.handle(), cublasMath_t::CUBLAS_DEFAULT_MATH)
+    };
+    if rc != cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
+        return Err(RunError::Cublas {
+            what: "cublasSetMathMode",
+            message: format!("{rc:?}"),
+        });
+    }
+    Ok(blas)
+}
+
+/// cuBLAS computing `op` on `shape` (row-major, as the kernels do) on the handle's stream:
+/// `out = a b` for gemm, `out = a x` (x = `b`) for gemv. The caller has checked every
+/// buffer's length against the shape.
+pub fn cublas_call(
+    blas: &CudaBlas,
+    op: Op,
+    shape: Shape,
+    a: &CudaSlice<f32>,
+    b: &CudaSlice<f32>,
+    out: &mut CudaViewMut<'_, f32>,
+) -> Result<(), String> {
+    match op {
+        // SAFETY (both calls): the lengths were checked against the shape by the caller.
+        Op::Gemm => unsafe { blas.gemm(row_major_gemm(shape, 1.0f32), b, a, out) },
+        Op::Gemv => unsafe { blas.gemv(row_major_gemv(shape), a, b, out) },
+    }
+    .map_err(|e| format!("cuBLAS: {e:?}"))
 }
 
 /// cuBLAS's configuration for row-major `C (M x N) = A (M x K) B (K x N)` with `beta = 0`.

@@ -25,7 +25,10 @@ use crate::family::catalog::{Catalog, CatalogError, Kernel};
 use crate::family::space::Launch;
 use crate::gpu::{Arch, DeviceInfo};
 use crate::problem::{Op, Shape, ShapeError};
-use crate::product::lookup::{self, Choice, Rule};
+use crate::product::lookup::{self, Choice, LookupOptions, Rule};
+use crate::product::record::Recorder;
+use crate::product::select::Selector;
+use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream};
 use std::collections::HashMap;
 use std::path::Path;
@@ -104,10 +107,15 @@ pub struct CacheStats {
 }
 
 #[derive(Clone)]
-struct Ready {
-    func: CudaFunction,
-    launch: Launch,
-    kernel: String,
+enum Ready {
+    /// A tuned kernel.
+    Kernel {
+        func: CudaFunction,
+        launch: Launch,
+        kernel: String,
+    },
+    /// cuBLAS: the vendor guard's choice.
+    Cublas,
 }
 
 /// A tuning database bound to a CUDA context: the product's entry point.
@@ -123,6 +131,11 @@ pub struct Tuned {
     compiled: AtomicUsize,
     disk_hits: AtomicUsize,
     quiet: bool,
+    options: LookupOptions,
+    selectors: Mutex<HashMap<Op, Option<Arc<Selector>>>>,
+    blas: Mutex<Option<CudaBlas>>,
+    recorder: Option<Recorder>,
+    record_failed: std::sync::atomic::AtomicBool,
 }
 
 impl Tuned {
@@ -154,7 +167,35 @@ impl Tuned {
             compiled: AtomicUsize::new(0),
             disk_hits: AtomicUsize::new(0),
             quiet: false,
+            options: LookupOptions::default(),
+            selectors: Mutex::new(HashMap::new()),
+            blas: Mutex::new(None),
+            recorder: Recorder::from_env(),
+            record_failed: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Turns the vendor guard on or off (on by default): with it, a shape where the evidence
+    /// (the exact entry's measurement, or the coverage prediction) says cuBLAS is faster is
+    /// computed by cuBLAS.
+    pub fn vendor_guard(mut self, on: bool) -> Tuned {
+        self.options.vendor_guard = on;
+        self
+    }
+
+    /// Which lookup rules apply ([`LookupOptions`]; all by default).
+    pub fn lookup_options(mut self, options: LookupOptions) -> Tuned {
+        self.options = options;
+        self
+    }
+
+    /// Records every shape this runtime is called with as a suite file in `dir`
+    /// (`dir/gemm.toml`, `dir/gemv.toml`) that `autotune --suite` tunes. The environment
+    /// variable `AUTOTUNE_RECORD=dir` does the same without a code change. A recording that
+    /// fails is logged once and never fails a call.
+    pub fn record_to(mut self, dir: impl Into<std::path::PathBuf>) -> Tuned {
+        self.recorder = Some(Recorder::new(dir));
+        self
     }
 
     /// Uses `cache` for compiled kernels (`None`: compile on every start).
@@ -176,15 +217,34 @@ impl Tuned {
 
     /// The config the runtime launches for `op` on `shape`, and which rule chose it.
     pub fn explain(&self, op: Op, shape: Shape) -> Choice {
+        self.explain_with(op, shape, self.options)
+    }
+
+    /// What the lookup chooses for `op` on `shape` with other rules (e.g.
+    /// [`LookupOptions::nearest_only`], the rules before coverage), for comparisons.
+    pub fn explain_with(&self, op: Op, shape: Shape, options: LookupOptions) -> Choice {
         let arch = self.info.arch.to_string();
-        lookup::lookup(
+        let selector = self.selector(op);
+        lookup::lookup_with(
             &self.db,
             &self.catalog,
             &self.info.name,
             Some(&arch),
             op,
             shape,
+            options,
+            selector.as_deref(),
         )
+    }
+
+    /// This GPU's coverage predictor for `op`, built once.
+    fn selector(&self, op: Op) -> Option<Arc<Selector>> {
+        let mut map = self.selectors.lock().unwrap_or_else(|p| p.into_inner());
+        map.entry(op)
+            .or_insert_with(|| {
+                lookup::selector_for(&self.db, &self.catalog, &self.info.name, op).map(Arc::new)
+            })
+            .clone()
     }
 
     /// Module cache counters.
@@ -269,11 +329,15 @@ impl Tuned {
         b: &CudaSlice<f32>,
         out: &mut CudaSlice<f32>,
     ) -> Result<(), RuntimeError> {
-        let go = |r: &Ready, out: &mut CudaSlice<f32>| {
-            bench::launch(
+        let go = |r: &Ready, out: &mut CudaSlice<f32>| match r {
+            Ready::Kernel {
+                func,
+                launch,
+                kernel,
+            } => bench::launch(
                 stream,
-                &r.func,
-                r.launch,
+                func,
+                *launch,
                 op,
                 shape,
                 a,
@@ -283,9 +347,10 @@ impl Tuned {
             .map_err(|reason| RuntimeError::Launch {
                 op,
                 shape: shape.label(op),
-                kernel: r.kernel.clone(),
+                kernel: kernel.clone(),
                 reason,
-            })
+            }),
+            Ready::Cublas => self.cublas(stream, op, shape, a, b, out),
         };
         // Hot path: one read lock and a hash lookup per call once the shape is resolved; the
         // launch happens under the read guard, so nothing is cloned.
@@ -298,11 +363,54 @@ impl Tuned {
         go(&r, out)
     }
 
+    /// The vendor guard's call: cuBLAS on the product's stream, with one handle kept per
+    /// runtime.
+    fn cublas(
+        &self,
+        stream: &Arc<CudaStream>,
+        op: Op,
+        shape: Shape,
+        a: &CudaSlice<f32>,
+        b: &CudaSlice<f32>,
+        out: &mut CudaSlice<f32>,
+    ) -> Result<(), RuntimeError> {
+        let fail = |reason: String| RuntimeError::Launch {
+            op,
+            shape: shape.label(op),
+            kernel: "cuBLAS".into(),
+            reason,
+        };
+        let mut guard = self.blas.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(bench::fp32_blas(stream).map_err(|e| fail(e.to_string()))?);
+        }
+        let Some(blas) = guard.as_mut() else {
+            return Err(fail("no cuBLAS handle".into()));
+        };
+        // SAFETY: the handle lives as long as the runtime, and the stream belongs to its
+        // context; setting the stream only redirects where cuBLAS enqueues.
+        unsafe { blas.set_stream(stream.clone()) }.map_err(|e| fail(format!("{e:?}")))?;
+        bench::cublas_call(blas, op, shape, a, b, &mut out.as_view_mut()).map_err(fail)
+    }
+
     /// Lookup, launch geometry, module: once per (op, shape).
     fn resolve(&self, op: Op, shape: Shape) -> Result<Ready, RuntimeError> {
+        if let Some(r) = &self.recorder {
+            if let Err(e) = r.record(op, shape) {
+                if !self.quiet && !self.record_failed.swap(true, Ordering::Relaxed) {
+                    eprintln!("autotune: not recording the shapes called: {e}");
+                }
+            }
+        }
         let choice = self.explain(op, shape);
-        if choice.rule != Rule::Exact && !self.quiet {
+        if (choice.rule != Rule::Exact || choice.vendor) && !self.quiet {
             eprintln!("autotune: {}", choice.describe(op, shape));
+        }
+        if choice.vendor {
+            if let Ok(mut r) = self.ready.write() {
+                r.insert((op, shape), Ready::Cublas);
+            }
+            return Ok(Ready::Cublas);
         }
         let config_err = |reason: String| RuntimeError::Config {
             op,
@@ -320,7 +428,7 @@ impl Tuned {
             .kernel(&config, shape, &self.info.limits)
             .map_err(|e| config_err(e.to_string()))?;
         let func = self.function(&source, op, shape, launch)?;
-        let ready = Ready {
+        let ready = Ready::Kernel {
             func,
             launch,
             kernel: source.kernel_name.clone(),

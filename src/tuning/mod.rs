@@ -3,6 +3,7 @@
 //! ([`replay`]), re-checks of a previous winner ([`recheck`]) and cross-GPU portability
 //! ([`cross`]). [`outcome`] holds the results a run hands to reports.
 
+pub mod cover;
 pub mod cross;
 pub mod evaluator;
 pub mod journal;

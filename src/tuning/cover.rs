@@ -1,0 +1,539 @@
+//! Coverage runs (`autotune cover`): what lets the runtime choose well for shapes nobody tuned.
+//!
+//! 1. **Pool**: a budgeted search (model-guided) on a subset of the grid gives, per shape,
+//!    the times of the configs it tried.
+//! 2. **Portfolio**: greedily, the configs that together come closest to each pool shape's
+//!    best ([`choose_portfolio`]).
+//! 3. **Grid**: every portfolio config is validated and timed on every grid shape, beside
+//!    cuBLAS.
+//!
+//! The result is a [`Coverage`] record for the database; [`crate::product::select`] predicts
+//! from it. The grid is data: `configs/coverage/<op>.toml` ([`Grid`]).
+
+use crate::cuda::bench::RunError;
+use crate::cuda::device::Device;
+use crate::cuda::isolate::WorkerSettings;
+use crate::cuda::nvrtc::{self, DiskCache};
+use crate::db::{Coverage, CoverageConfig, CoveragePoint, Producer};
+use crate::family::catalog::Catalog;
+use crate::family::space::Config;
+use crate::measure::timing::TimingSettings;
+use crate::problem::{Op, Shape};
+use crate::tuning::evaluator::Evaluator;
+use crate::tuning::outcome::utc_now_rfc3339;
+use crate::tuning::tune::{tune, Silent, TuneError, TuneOptions};
+use serde::Deserialize;
+use std::collections::BTreeMap;
+use std::path::Path;
+
+/// The grids built into the binary, by op.
+const BUILTIN: &[(&str, &str)] = &[
+    ("gemm", include_str!("../../configs/coverage/gemm.toml")),
+    ("gemv", include_str!("../../configs/coverage/gemv.toml")),
+];
+
+/// The shapes of a coverage run: the product of per-axis values, thinned and capped.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Grid {
+    /// The op.
+    pub op: Op,
+    /// Values of M.
+    pub m: Vec<u64>,
+    /// Values of N (gemm only; gemv has N = 1).
+    #[serde(default)]
+    pub n: Vec<u64>,
+    /// Values of K.
+    pub k: Vec<u64>,
+    /// Shapes with more multiply-adds than this are left out.
+    pub max_macs: u64,
+    /// Shapes with more output elements than this are left out.
+    #[serde(default = "unlimited")]
+    pub max_output: u64,
+    /// Keep only the points whose axis indices add up to an even number (a face-centred
+    /// lattice: every other point, with the same spacing along the diagonals).
+    #[serde(default)]
+    pub checkerboard: bool,
+    /// The pool searches run on the points whose every axis index is a multiple of this.
+    pub pool_stride: usize,
+}
+
+fn unlimited() -> u64 {
+    u64::MAX
+}
+
+/// Why a coverage run stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum CoverError {
+    /// A grid file is unusable.
+    #[error("coverage grid {path}: {message}")]
+    Grid {
+        /// Where it came from.
+        path: String,
+        /// What is wrong.
+        message: String,
+    },
+    /// A pool search failed.
+    #[error("pool search on {shape}: {source}")]
+    Tune {
+        /// The shape.
+        shape: String,
+        /// Why.
+        source: TuneError,
+    },
+    /// The GPU or cuBLAS failed.
+    #[error("grid point {shape}: {source}")]
+    Run {
+        /// The shape.
+        shape: String,
+        /// Why.
+        source: RunError,
+    },
+    /// NVRTC is missing or cannot target the GPU.
+    #[error(transparent)]
+    Compile(#[from] nvrtc::CompileError),
+    /// No config ran on any pool shape.
+    #[error("no config of the {0} families ran on any pool shape: nothing to build a portfolio from")]
+    EmptyPool(Op),
+}
+
+impl Grid {
+    /// The built-in grid of `op`.
+    pub fn builtin(op: Op) -> Result<Grid, CoverError> {
+        let (name, text) = BUILTIN
+            .iter()
+            .find(|(n, _)| *n == op.name())
+            .ok_or_else(|| CoverError::Grid {
+                path: format!("configs/coverage/{}.toml", op.name()),
+                message: "not built in".into(),
+            })?;
+        Grid::from_toml_str(text, &format!("configs/coverage/{name}.toml (built in)"))
+    }
+
+    /// Reads a grid file.
+    pub fn load(path: &Path) -> Result<Grid, CoverError> {
+        let text = std::fs::read_to_string(path).map_err(|e| CoverError::Grid {
+            path: path.display().to_string(),
+            message: e.to_string(),
+        })?;
+        Grid::from_toml_str(&text, &path.display().to_string())
+    }
+
+    /// Parses grid text; `path` names it in messages.
+    pub fn from_toml_str(text: &str, path: &str) -> Result<Grid, CoverError> {
+        let err = |message: String| CoverError::Grid {
+            path: path.to_string(),
+            message,
+        };
+        let mut g: Grid = toml::from_str(text).map_err(|e| err(e.message().to_string()))?;
+        if g.op == Op::Gemv {
+            if !(g.n.is_empty() || g.n == [1]) {
+                return Err(err("a gemv grid has no `n` (N is 1)".into()));
+            }
+            g.n = vec![1];
+        }
+        for (axis, v) in [("m", &g.m), ("n", &g.n), ("k", &g.k)] {
+            if v.is_empty() || v.contains(&0) {
+                return Err(err(format!("`{axis}` needs at least one value, none 0")));
+            }
+        }
+        if g.pool_stride == 0 {
+            return Err(err("`pool_stride` must be at least 1".into()));
+        }
+        if g.shapes().is_empty() {
+            return Err(err("the caps leave no shape".into()));
+        }
+        Ok(g)
+    }
+
+    fn points(&self) -> Vec<([usize; 3], Shape)> {
+        let mut out = Vec::new();
+        for (i, &m) in self.m.iter().enumerate() {
+            for (j, &n) in self.n.iter().enumerate() {
+                for (l, &k) in self.k.iter().enumerate() {
+                    if self.checkerboard && (i + j + l) % 2 == 1 {
+                        continue;
+                    }
+                    let fits = m
+                        .checked_mul(n)
+                        .filter(|mn| *mn <= self.max_output)
+                        .and_then(|mn| mn.checked_mul(k))
+                        .is_some_and(|macs| macs <= self.max_macs);
+                    if fits && Shape::new(self.op, m, n, k).is_ok() {
+                        out.push(([i, j, l], Shape { m, n, k }));
+                    }
+                }
+            }
+        }
+        out
+    }
+
+    /// Every grid shape.
+    pub fn shapes(&self) -> Vec<Shape> {
+        self.points().into_iter().map(|(_, s)| s).collect()
+    }
+
+    /// The shapes the pool searches run on.
+    pub fn pool(&self) -> Vec<Shape> {
+        let s = self.pool_stride;
+        self.points()
+            .into_iter()
+            .filter(|(ix, _)| ix.iter().all(|i| i % s == 0))
+            .map(|(_, shape)| shape)
+            .collect()
+    }
+}
+
+/// Options of a coverage run.
+#[derive(Debug, Clone)]
+pub struct CoverOptions {
+    /// Seed of the inputs and of the pool searches.
+    pub seed: u64,
+    /// Timing of the grid measurements and pool searches.
+    pub timing: TimingSettings,
+    /// Evaluations per pool search.
+    pub pool_budget: usize,
+    /// Configs in the portfolio.
+    pub portfolio: usize,
+    /// Only these families (all of the op's when empty).
+    pub families: Vec<String>,
+    /// Run candidates in worker processes (`None`: in this process).
+    pub isolation: Option<WorkerSettings>,
+    /// The on-disk compile cache.
+    pub disk_cache: Option<DiskCache>,
+}
+
+impl CoverOptions {
+    /// The timing a coverage run uses by default: fewer samples than a tune (each grid
+    /// point's time only has to rank configs a few percent apart).
+    pub fn timing() -> TimingSettings {
+        TimingSettings {
+            warmup: 1,
+            min_samples: 5,
+            max_samples: 20,
+            budget_ms: 25.0,
+            flush_l2: true,
+        }
+    }
+}
+
+/// Picks `size` configs from `pool` (per shape: each config's time there), greedily: each
+/// step adds the config that most raises the sum over shapes of `ln(best / fastest chosen)`
+/// (a shape none of the chosen ran on counts as 5x slower than its best). Ties go to the
+/// config measured on more shapes, then to the first seen.
+pub fn choose_portfolio(pool: &[Vec<(Config, f64)>], size: usize) -> Vec<Config> {
+    let mut configs: Vec<Config> = Vec::new();
+    let mut index = BTreeMap::new();
+    for shape in pool {
+        for (c, _) in shape {
+            if !index.contains_key(&(c.family.clone(), c.params.clone())) {
+                index.insert((c.family.clone(), c.params.clone()), configs.len());
+                configs.push(c.clone());
+            }
+        }
+    }
+    // times[s][c]: config c's time on pool shape s.
+    let times: Vec<BTreeMap<usize, f64>> = pool
+        .iter()
+        .map(|shape| {
+            shape
+                .iter()
+                .filter(|(_, t)| t.is_finite() && *t > 0.0)
+                .map(|(c, t)| (index[&(c.family.clone(), c.params.clone())], *t))
+                .collect()
+        })
+        .collect();
+    let best: Vec<f64> = times
+        .iter()
+        .map(|m| m.values().copied().fold(f64::INFINITY, f64::min))
+        .collect();
+    let seen: Vec<usize> = (0..configs.len())
+        .map(|c| times.iter().filter(|m| m.contains_key(&c)).count())
+        .collect();
+    const MISSING: f64 = 5.0;
+    let mut fastest: Vec<f64> = best.iter().map(|b| MISSING * b).collect();
+    let mut chosen: Vec<usize> = Vec::new();
+    while chosen.len() < size.min(configs.len()) {
+        let gain = |c: usize| -> f64 {
+            times
+                .iter()
+                .enumerate()
+                .filter_map(|(s, m)| m.get(&c).map(|t| (fastest[s] / t.min(fastest[s])).ln()))
+                .sum()
+        };
+        let pick = (0..configs.len())
+            .filter(|c| !chosen.contains(c))
+            .map(|c| (c, gain(c)))
+            .max_by(|a, b| {
+                a.1.total_cmp(&b.1)
+                    .then(seen[a.0].cmp(&seen[b.0]))
+                    .then(b.0.cmp(&a.0))
+            });
+        let Some((c, _)) = pick else { break };
+        for (s, m) in times.iter().enumerate() {
+            if let Some(t) = m.get(&c) {
+                fastest[s] = fastest[s].min(*t);
+            }
+        }
+        chosen.push(c);
+    }
+    chosen.into_iter().map(|c| configs[c].clone()).collect()
+}
+
+/// What a coverage run reports as it goes.
+pub trait CoverProgress: Sync {
+    /// One line of news.
+    fn note(&self, line: &str);
+}
+
+impl<F: Fn(&str) + Sync> CoverProgress for F {
+    fn note(&self, line: &str) {
+        self(line)
+    }
+}
+
+/// Runs the three steps on `dev` for `grid`, returning the coverage record of this GPU.
+pub fn cover(
+    dev: &Device,
+    catalog: &Catalog,
+    cache: &nvrtc::Cache,
+    grid: &Grid,
+    opts: &CoverOptions,
+    progress: &dyn CoverProgress,
+) -> Result<Coverage, CoverError> {
+    let op = grid.op;
+    nvrtc::check_arch(dev.info.arch)?;
+    let pool_shapes = grid.pool();
+    let mut pool = Vec::new();
+    for (i, &shape) in pool_shapes.iter().enumerate() {
+        let mut strategy = crate::search::by_name("model-guided", opts.seed).map_err(|e| {
+            CoverError::Grid {
+                path: "model-guided".into(),
+                message: e.to_string(),
+            }
+        })?;
+        let topts = TuneOptions {
+            seed: opts.seed,
+            timing: opts.timing,
+            families: opts.families.clone(),
+            budget: Some(opts.pool_budget),
+            isolation: opts.isolation.clone(),
+            disk_cache: opts.disk_cache.clone(),
+            ..TuneOptions::default()
+        };
+        let report = tune(dev, catalog, cache, op, shape, &topts, &mut *strategy, &Silent)
+            .map_err(|source| CoverError::Tune {
+                shape: shape.label(op),
+                source,
+            })?;
+        let measured: Vec<(Config, f64)> = report
+            .results
+            .iter()
+            .filter_map(|r| {
+                r.median_ms().map(|t| {
+                    (
+                        Config {
+                            family: r.family.clone(),
+                            params: r.params.clone(),
+                        },
+                        t,
+                    )
+                })
+            })
+            .collect();
+        let best = measured.iter().map(|(_, t)| *t).fold(f64::INFINITY, f64::min);
+        progress.note(&format!(
+            "pool {}/{}: {op} {}: {} configs timed, best {:.4} ms, cuBLAS {:.4} ms",
+            i + 1,
+            pool_shapes.len(),
+            shape.label(op),
+            measured.len(),
+            best,
+            report.baseline.median_ms
+        ));
+        pool.push(measured);
+    }
+    let portfolio = choose_portfolio(&pool, opts.portfolio);
+    if portfolio.is_empty() {
+        return Err(CoverError::EmptyPool(op));
+    }
+    progress.note(&format!("portfolio: {} configs", portfolio.len()));
+    for c in &portfolio {
+        progress.note(&format!(
+            "  {} {}",
+            c.family,
+            crate::family::space::params_label(&c.params)
+        ));
+    }
+    let points = measure_grid(dev, catalog, cache, grid, &portfolio, opts, progress)?;
+    let configs = portfolio
+        .iter()
+        .map(|c| CoverageConfig {
+            family: c.family.clone(),
+            params: c.params.clone(),
+            checksum: catalog
+                .get(&c.family)
+                .map(|f| f.checksum.clone())
+                .unwrap_or_default(),
+        })
+        .collect();
+    Ok(Coverage {
+        gpu: dev.info.name.clone(),
+        op,
+        date: utc_now_rfc3339(),
+        tool_version: env!("CARGO_PKG_VERSION").to_string(),
+        seed: opts.seed,
+        produced_by: Some(Producer {
+            host: crate::provenance::this_host(),
+            device: dev.info.ordinal as u32,
+            pci_bus_id: dev.info.pci_bus_id.clone(),
+            uuid: dev.info.uuid.clone(),
+            shard: None,
+        }),
+        configs,
+        points,
+    })
+}
+
+/// Times every `portfolio` config on every grid shape (0 where it fails), beside cuBLAS.
+fn measure_grid(
+    dev: &Device,
+    catalog: &Catalog,
+    cache: &nvrtc::Cache,
+    grid: &Grid,
+    portfolio: &[Config],
+    opts: &CoverOptions,
+    progress: &dyn CoverProgress,
+) -> Result<Vec<CoveragePoint>, CoverError> {
+    let op = grid.op;
+    let shapes = grid.shapes();
+    let mut points = Vec::new();
+    for (i, &shape) in shapes.iter().enumerate() {
+        let run_err = |source| CoverError::Run {
+            shape: shape.label(op),
+            source,
+        };
+        let kernels: Vec<_> = portfolio
+            .iter()
+            .map(|c| {
+                catalog
+                    .get(&c.family)
+                    .ok()
+                    .and_then(|f| f.kernel(c, shape, &dev.info.limits).ok())
+            })
+            .collect();
+        let sources: Vec<_> = kernels.iter().flatten().map(|k| k.source.clone()).collect();
+        let mut compiled = nvrtc::compile_all(&sources, dev.info.arch, cache, &|_| {}).into_iter();
+        let mut eval = Evaluator::open(
+            dev,
+            op,
+            shape,
+            opts.seed,
+            opts.timing,
+            opts.isolation.as_ref(),
+        )
+        .map_err(run_err)?;
+        let (cublas, _) = eval.baseline().map_err(run_err)?;
+        let mut ms = Vec::with_capacity(portfolio.len());
+        for k in &kernels {
+            let t = match k {
+                None => 0.0,
+                Some(k) => match compiled.next().as_deref() {
+                    Some(Ok(c)) => match eval.evaluate(c, k.launch, None).map_err(run_err)? {
+                        Ok(m) => m.stats.median_ms,
+                        Err(_) => 0.0,
+                    },
+                    _ => 0.0,
+                },
+            };
+            ms.push(t);
+        }
+        let best = ms
+            .iter()
+            .copied()
+            .filter(|t| *t > 0.0)
+            .fold(f64::INFINITY, f64::min);
+        progress.note(&format!(
+            "grid {}/{}: {op} {}: best {:.4} ms, cuBLAS {:.4} ms ({:.3}x)",
+            i + 1,
+            shapes.len(),
+            shape.label(op),
+            best,
+            cublas.median_ms,
+            cublas.median_ms / best
+        ));
+        points.push(CoveragePoint {
+            shape: shape.label(op),
+            cublas_ms: cublas.median_ms,
+            ms,
+        });
+    }
+    Ok(points)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(bm: i64) -> Config {
+        Config {
+            family: "f".into(),
+            params: [("BM".to_string(), bm)].into(),
+        }
+    }
+
+    #[test]
+    fn the_portfolio_starts_with_the_best_all_rounder_then_fills_the_gaps() {
+        // Shape 0 is won by 1, shape 1 by 3; 2 is close to the best on shape 0 and better
+        // than 1 on shape 1, so it comes first, and 3 closes the gap on shape 1.
+        let pool = vec![
+            vec![(c(1), 1.0), (c(2), 1.01), (c(3), 3.0)],
+            vec![(c(1), 3.0), (c(2), 2.9), (c(3), 1.0)],
+        ];
+        assert_eq!(choose_portfolio(&pool, 2), vec![c(2), c(3)]);
+        assert_eq!(choose_portfolio(&pool, 1), vec![c(2)]);
+        // Asking for more than there are gives them all, once each.
+        let all = choose_portfolio(&pool, 10);
+        assert_eq!(all.len(), 3);
+        // Failed measurements (0, NaN) are not evidence.
+        let bad = vec![vec![(c(1), 0.0), (c(2), f64::NAN), (c(3), 2.0)]];
+        assert_eq!(choose_portfolio(&bad, 1), vec![c(3)]);
+        assert!(choose_portfolio(&[], 3).is_empty());
+    }
+
+    #[test]
+    fn builtin_grids_load_cap_and_thin() {
+        let g = Grid::builtin(Op::Gemm).unwrap();
+        let shapes = g.shapes();
+        assert!(shapes.len() > 100 && shapes.len() < 400, "{}", shapes.len());
+        assert!(shapes
+            .iter()
+            .all(|s| s.m * s.n <= g.max_output && s.m * s.n * s.k <= g.max_macs));
+        let pool = g.pool();
+        assert!(!pool.is_empty() && pool.len() < shapes.len() / 2);
+        assert!(pool.iter().all(|s| shapes.contains(s)));
+        let v = Grid::builtin(Op::Gemv).unwrap();
+        assert!(v.shapes().iter().all(|s| s.n == 1));
+        assert!(!v.pool().is_empty());
+    }
+
+    #[test]
+    fn bad_grids_are_refused_with_the_reason() {
+        let base = "op = \"gemm\"\nm = [1, 4]\nn = [1]\nk = [8]\nmax_macs = 1000\npool_stride = 1\n";
+        assert!(Grid::from_toml_str(base, "g").is_ok());
+        for (from, to, want) in [
+            ("m = [1, 4]", "m = []", "`m` needs"),
+            ("k = [8]", "k = [0]", "`k` needs"),
+            ("pool_stride = 1", "pool_stride = 0", "pool_stride"),
+            ("max_macs = 1000", "max_macs = 1", "no shape"),
+            ("pool_stride = 1", "pool_stride = 1\ntypo = 2", "typo"),
+        ] {
+            let err = Grid::from_toml_str(&base.replace(from, to), "g.toml")
+                .unwrap_err()
+                .to_string();
+            assert!(err.contains(want) && err.contains("g.toml"), "{err}");
+        }
+        let gemv = "op = \"gemv\"\nm = [4]\nn = [2]\nk = [8]\nmax_macs = 1000\npool_stride = 1\n";
+        assert!(Grid::from_toml_str(gemv, "v").is_err());
+    }
+}
