@@ -1,7 +1,8 @@
 //! Tuning: one run end to end ([`tune`]), its journal ([`journal`]), suites ([`suite`]) and
 //! shards ([`shard`]), the analytic performance model ([`model`]), offline replay of journals
 //! ([`replay`]), re-checks of a previous winner ([`recheck`]) and cross-GPU portability
-//! ([`cross`]). [`outcome`] holds the results a run hands to reports.
+//! ([`cross`]). [`outcome`] holds the results a run hands to reports; [`workload`] draws the
+//! untuned shapes `autotune evaluate` measures a database on.
 
 pub mod cover;
 pub mod cross;
@@ -16,3 +17,4 @@ pub mod session;
 pub mod shard;
 pub mod suite;
 pub mod tune;
+pub mod workload;
