@@ -12,6 +12,9 @@
 #   NCU=1 profiles the gemm winner of NCU_SHAPE and cuBLAS's SGEMM with Nsight Compute.
 #   CROSS=1 runs every GPU's winner of CROSS_SUITE here (`autotune cross`) into
 #   $OUT/portability.json (starting from results/portability.json) and portability.md.
+#   COVER="gemm gemv" measures those ops' coverage grids (`autotune cover`) into the database.
+#   EVALUATE="gemm:50 gemv:30" runs `autotune evaluate` on that many seeded random shapes per op
+#   (EVAL_SEED, EVAL_ARGS), writing $OUT/evaluate-<op>.md; ONLINE=N tries online tuning on N shapes.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
@@ -97,6 +100,21 @@ if [ "${COLD_WARM:-0}" = 1 ]; then
     } | tee -a "$OUT/summary.txt"
   done
 fi
+for op in ${COVER:-}; do
+  start=$SECONDS
+  .gpu/autotune cover --op "$op" --db "$DB" ${COVER_ARGS:-} >"$OUT/cover-$op.log" 2>&1 || status=1
+  {
+    echo "== cover $op: $((SECONDS - start)) s"
+    grep -E "^cover:|^portfolio|^leave-one-out|^  [a-z]|^Error" "$OUT/cover-$op.log"
+  } | tee -a "$OUT/summary.txt"
+done
+for spec in ${EVALUATE:-}; do
+  op=${spec%%:*}; count=${spec##*:}
+  start=$SECONDS
+  .gpu/autotune evaluate --op "$op" --random "$count" --seed "${EVAL_SEED:-2026}" --db "$DB" \
+    --out "$OUT/evaluate-$op.md" ${EVAL_ARGS:-} >"$OUT/evaluate-$op.log" 2>&1 || status=1
+  { echo "== evaluate $op, $count random shapes: $((SECONDS - start)) s"; grep -A40 "^summary" "$OUT/evaluate-$op.log"; grep "^Error" "$OUT/evaluate-$op.log"; } | tee -a "$OUT/summary.txt"
+done
 for shape in $SHAPES; do
   start=$SECONDS
   .gpu/autotune --op "$OP" --shape "$shape" --db "$DB" --top 5 ${AUTOTUNE_ARGS:-} >"$OUT/tune-$OP-$shape.log" 2>&1 || status=1

@@ -99,10 +99,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     let cov = cover::cover(&dev, &catalog, &cache, &grid, &opts, &|line: &str| {
         eprintln!("{line}")
     })?;
-    eprintln!(
-        "cover: measured in {:.1} s",
-        start.elapsed().as_secs_f64()
-    );
+    eprintln!("cover: measured in {:.1} s", start.elapsed().as_secs_f64());
     let rec = dev.info.record(&nvrtc::nvrtc_version()?);
     let db = if a.no_save {
         let mut db = Database::load(&a.db)?;
@@ -158,9 +155,36 @@ fn print_loo(db: &Database, catalog: &Catalog, gpu: &str, op: Op) -> Result<()> 
         cov.configs.len()
     );
     let col = |f: fn(&Holdout) -> f64| loo.iter().map(f).collect::<Vec<f64>>();
-    println!("  {}", summary_line("regret (chosen / portfolio best)", &col(|h| h.regret)));
-    println!("  {}", summary_line("x cuBLAS, no guard", &col(|h| h.vs_cublas)));
-    println!("  {}", summary_line("x cuBLAS, vendor guard", &col(|h| h.guarded_vs_cublas)));
-    println!("  {}", summary_line("x cuBLAS, oracle (portfolio best)", &col(|h| h.best_vs_cublas)));
+    println!(
+        "  {}",
+        summary_line("regret (chosen / portfolio best)", &col(|h| h.regret))
+    );
+    println!(
+        "  {}",
+        summary_line("x cuBLAS, no guard", &col(|h| h.vs_cublas))
+    );
+    println!(
+        "  {}",
+        summary_line("x cuBLAS, vendor guard", &col(|h| h.guarded_vs_cublas))
+    );
+    println!(
+        "  {}",
+        summary_line(
+            "x cuBLAS, oracle (portfolio best)",
+            &col(|h| h.best_vs_cublas)
+        )
+    );
+    let mut worst: Vec<&Holdout> = loo.iter().collect();
+    worst.sort_by(|a, b| a.guarded_vs_cublas.total_cmp(&b.guarded_vs_cublas));
+    println!("  where the guard errs most (shape: x cuBLAS with the guard, predicted, regret):");
+    for h in worst.iter().take(8).filter(|h| h.guarded_vs_cublas < 1.0) {
+        println!(
+            "    {}: {:.3} (predicted {:.3}), regret {:.3}",
+            h.shape.label(op),
+            h.guarded_vs_cublas,
+            h.predicted_vs_cublas,
+            h.regret
+        );
+    }
     Ok(())
 }

@@ -269,7 +269,9 @@ impl<'d> Bench<'d> {
         let mut out = self.out.slice_mut(GUARD..GUARD + len);
         match work {
             // SAFETY (both calls): a, b and out were allocated for this shape.
-            Work::Cublas => cublas_call(&self.blas, self.op, self.shape, &self.a, &self.b, &mut out),
+            Work::Cublas => {
+                cublas_call(&self.blas, self.op, self.shape, &self.a, &self.b, &mut out)
+            }
             Work::Kernel(kern) => launch(
                 &self.dev.stream,
                 &kern.func,

@@ -87,6 +87,9 @@ pub struct Prediction {
     pub ms: f64,
     /// cuBLAS's predicted time, milliseconds.
     pub cublas_ms: f64,
+    /// The chosen config's time over cuBLAS's as the least favourable neighbour predicts it
+    /// (what the vendor guard reads).
+    pub doubt: f64,
     /// The chosen config's index in the portfolio.
     pub index: usize,
     /// Usable configs ranked.
@@ -166,8 +169,8 @@ impl Choice {
         let why = match (&self.entry, &self.prediction) {
             (Some(e), _) => format!("measured {:.3}x cuBLAS here", e.vs_cublas),
             (None, Some(p)) => format!(
-                "predicted {:.4} ms against cuBLAS's {:.4} ms",
-                p.ms, p.cublas_ms
+                "predicted {:.4} ms against cuBLAS's {:.4} ms, {:.3}x its time by the least favourable neighbour",
+                p.ms, p.cublas_ms, p.doubt
             ),
             (None, None) => "no evidence".to_string(),
         };
@@ -302,9 +305,7 @@ pub fn lookup_with(
     if opts.vendor_guard {
         choice.vendor = match (choice.rule, &choice.entry, &choice.prediction) {
             (Rule::Exact, Some(e), _) => e.vs_cublas < 1.0,
-            (Rule::Predicted, _, Some(p)) => {
-                p.ms > crate::product::select::GUARD_MARGIN * p.cublas_ms
-            }
+            (Rule::Predicted, _, Some(p)) => p.doubt > crate::product::select::GUARD_MARGIN,
             _ => false,
         };
     }
@@ -417,6 +418,7 @@ fn predicted(sel: &Selector, shape: Shape) -> Option<Choice> {
         prediction: Some(Prediction {
             ms: best.ms,
             cublas_ms: ranking.cublas_ms,
+            doubt: ranking.doubt,
             index: best.index,
             ranked: ranking.configs.len(),
         }),

@@ -93,7 +93,9 @@ pub enum CoverError {
     #[error(transparent)]
     Compile(#[from] nvrtc::CompileError),
     /// No config ran on any pool shape.
-    #[error("no config of the {0} families ran on any pool shape: nothing to build a portfolio from")]
+    #[error(
+        "no config of the {0} families ran on any pool shape: nothing to build a portfolio from"
+    )]
     EmptyPool(Op),
 }
 
@@ -306,12 +308,11 @@ pub fn cover(
     let pool_shapes = grid.pool();
     let mut pool = Vec::new();
     for (i, &shape) in pool_shapes.iter().enumerate() {
-        let mut strategy = crate::search::by_name("model-guided", opts.seed).map_err(|e| {
-            CoverError::Grid {
+        let mut strategy =
+            crate::search::by_name("model-guided", opts.seed).map_err(|e| CoverError::Grid {
                 path: "model-guided".into(),
                 message: e.to_string(),
-            }
-        })?;
+            })?;
         let topts = TuneOptions {
             seed: opts.seed,
             timing: opts.timing,
@@ -321,11 +322,20 @@ pub fn cover(
             disk_cache: opts.disk_cache.clone(),
             ..TuneOptions::default()
         };
-        let report = tune(dev, catalog, cache, op, shape, &topts, &mut *strategy, &Silent)
-            .map_err(|source| CoverError::Tune {
-                shape: shape.label(op),
-                source,
-            })?;
+        let report = tune(
+            dev,
+            catalog,
+            cache,
+            op,
+            shape,
+            &topts,
+            &mut *strategy,
+            &Silent,
+        )
+        .map_err(|source| CoverError::Tune {
+            shape: shape.label(op),
+            source,
+        })?;
         let measured: Vec<(Config, f64)> = report
             .results
             .iter()
@@ -341,7 +351,10 @@ pub fn cover(
                 })
             })
             .collect();
-        let best = measured.iter().map(|(_, t)| *t).fold(f64::INFINITY, f64::min);
+        let best = measured
+            .iter()
+            .map(|(_, t)| *t)
+            .fold(f64::INFINITY, f64::min);
         progress.note(&format!(
             "pool {}/{}: {op} {}: {} configs timed, best {:.4} ms, cuBLAS {:.4} ms",
             i + 1,
@@ -519,7 +532,8 @@ mod tests {
 
     #[test]
     fn bad_grids_are_refused_with_the_reason() {
-        let base = "op = \"gemm\"\nm = [1, 4]\nn = [1]\nk = [8]\nmax_macs = 1000\npool_stride = 1\n";
+        let base =
+            "op = \"gemm\"\nm = [1, 4]\nn = [1]\nk = [8]\nmax_macs = 1000\npool_stride = 1\n";
         assert!(Grid::from_toml_str(base, "g").is_ok());
         for (from, to, want) in [
             ("m = [1, 4]", "m = []", "`m` needs"),
