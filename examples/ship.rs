@@ -119,8 +119,9 @@ fn main() -> Res<()> {
         let ok = diff < 1e-4;
         all_ok &= ok;
         println!(
-            "| {op} | {text} | {:?} | {} {} | {ours:.4} | {cublas:.4} | {:.3} | {db_ms} | {diff:.2e}{} |",
+            "| {op} | {text} | {}{} | {} {} | {ours:.4} | {cublas:.4} | {:.3} | {db_ms} | {diff:.2e}{} |",
             choice.rule,
+            if choice.vendor { ", cuBLAS (guard)" } else { "" },
             choice.family,
             autotune::family::space::params_label(&choice.params),
             cublas / ours,

@@ -7,6 +7,7 @@ cargo build --release --bins --examples
 mkdir -p .gpu
 cp target/release/autotune .gpu/autotune
 cp target/release/examples/ship .gpu/ship
+cp target/release/examples/online .gpu/online
 tests=$(cargo test --release --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:

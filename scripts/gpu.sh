@@ -115,6 +115,23 @@ for spec in ${EVALUATE:-}; do
     --out "$OUT/evaluate-$op.md" ${EVAL_ARGS:-} >"$OUT/evaluate-$op.log" 2>&1 || status=1
   { echo "== evaluate $op, $count random shapes: $((SECONDS - start)) s"; grep -A40 "^summary" "$OUT/evaluate-$op.log"; grep "^Error" "$OUT/evaluate-$op.log"; } | tee -a "$OUT/summary.txt"
 done
+if [ -n "${ONLINE:-}" ]; then
+  # Online tuning of ONLINE unseen gemm shapes from an empty compile cache (a product's first
+  # start), then a second process (it must tune nothing), then each online winner against a
+  # full search of its shape (evaluate's regret with a budget above the space's size).
+  odb="$OUT/online.toml"; rec="$OUT/../recorded"; rm -rf "$odb" "$rec"
+  export AUTOTUNE_CACHE_DIR="$OUT/../online-cache"; rm -rf "$AUTOTUNE_CACHE_DIR"
+  AUTOTUNE_RECORD="$rec" .gpu/online "$DB" "$odb" "$ONLINE" "${ONLINE_SEED:-77}" >"$OUT/online-1.log" 2>&1 || status=1
+  .gpu/online "$DB" "$odb" "$ONLINE" "${ONLINE_SEED:-77}" >"$OUT/online-2.log" 2>&1 || status=1
+  cp "$rec/gemm.toml" "$OUT/online-shapes.toml" 2>/dev/null
+  .gpu/autotune evaluate --shapes "$rec/gemm.toml" --db "$odb" --tune-budget 5000 \
+    --out "$OUT/online-vs-full.md" >"$OUT/online-eval.log" 2>&1 || status=1
+  {
+    echo "== online tuning, first process"; grep -E "^\||tuned|failed|Error" "$OUT/online-1.log"
+    echo "== second process"; grep -E "^\||tuned|Error" "$OUT/online-2.log"
+    echo "== online winners against a full search"; grep -A12 "^summary" "$OUT/online-eval.log"
+  } | tee -a "$OUT/summary.txt"
+fi
 for shape in $SHAPES; do
   start=$SECONDS
   .gpu/autotune --op "$OP" --shape "$shape" --db "$DB" --top 5 ${AUTOTUNE_ARGS:-} >"$OUT/tune-$OP-$shape.log" 2>&1 || status=1

@@ -335,3 +335,102 @@ fn cross_isolates_faulting_winners() {
         }
     }
 }
+
+/// The runtime's opt-ins on a real GPU: the vendor guard calls cuBLAS where the exact entry
+/// lost to it, online tuning tunes an unseen shape on its first call and keeps it on disk for
+/// the next runtime, and recording writes the shapes called as a suite. Every result is
+/// checked against a CPU reference.
+#[test]
+fn runtime_vendor_guard_online_tuning_and_recording() {
+    use autotune::product::online::OnlineTuning;
+    use autotune::tuning::suite::Suite;
+    let Some(dev) = device() else { return };
+    let cat = Catalog::builtin().unwrap();
+    let nvrtc = autotune::cuda::nvrtc::nvrtc_version().unwrap();
+    let gpu = dev.info.name.clone();
+    let mut db = Database::new();
+    db.upsert_gpu(dev.info.record(&nvrtc));
+    let lost = autotune::db::Entry {
+        vs_cublas: 0.5,
+        checksum: cat.get("gemm_tile2d").unwrap().checksum.clone(),
+        ..common::entry(&gpu, Op::Gemm, "96x80x200")
+    };
+    db.upsert(lost);
+    let dir = tempfile::tempdir().unwrap();
+    let online = dir.path().join("online.toml");
+    let rec = dir.path().join("recorded");
+    let opts = OnlineTuning {
+        candidates: 3,
+        ..OnlineTuning::new(&online)
+    };
+    let tuned = autotune::Tuned::new(&dev.ctx, db.clone())
+        .unwrap()
+        .quiet()
+        .record_to(&rec)
+        .online_tuning(opts.clone())
+        .unwrap();
+    let s = &dev.stream;
+    let run = |m: usize, n: usize, k: usize| {
+        let a: Vec<f32> = (0..m * k)
+            .map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0)
+            .collect();
+        let b: Vec<f32> = (0..k * n)
+            .map(|i| ((i * 5 % 11) as f32 - 5.0) / 8.0)
+            .collect();
+        let (da, db_) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
+        let mut dc = s.alloc_zeros::<f32>(m * n).unwrap();
+        tuned.gemm(s, m, n, k, &da, &db_, &mut dc).unwrap();
+        let c = s.clone_dtoh(&dc).unwrap();
+        for i in 0..m {
+            for j in 0..n {
+                let want: f64 = (0..k)
+                    .map(|p| a[i * k + p] as f64 * b[p * n + j] as f64)
+                    .sum();
+                let got = c[i * n + j] as f64;
+                assert!(
+                    (got - want).abs() <= 1e-3 * (1.0 + want.abs()),
+                    "{m}x{n}x{k} C[{i},{j}] = {got}, want {want}"
+                );
+            }
+        }
+    };
+    let lost_shape = Shape::parse(Op::Gemm, "96x80x200").unwrap();
+    let choice = tuned.explain(Op::Gemm, lost_shape);
+    assert!(choice.vendor, "{choice:?}");
+    run(96, 80, 200);
+    // Off, the guard launches the entry's kernel.
+    let unguarded = autotune::Tuned::new(&dev.ctx, db.clone())
+        .unwrap()
+        .quiet()
+        .vendor_guard(false);
+    assert!(!unguarded.explain(Op::Gemm, lost_shape).vendor);
+
+    let fresh = Shape::parse(Op::Gemm, "33x65x17").unwrap();
+    assert_ne!(
+        tuned.explain(Op::Gemm, fresh).rule,
+        autotune::product::lookup::Rule::Exact
+    );
+    run(33, 65, 17);
+    assert_eq!(
+        tuned.explain(Op::Gemm, fresh).rule,
+        autotune::product::lookup::Rule::Exact
+    );
+    let kept = Database::load(&online).unwrap();
+    let e = kept
+        .get(&gpu, Op::Gemm, fresh)
+        .expect("the online entry is on disk");
+    assert!(e.vs_cublas > 0.0 && e.tried >= 1);
+    // The next runtime starts tuned.
+    let next = autotune::Tuned::new(&dev.ctx, db)
+        .unwrap()
+        .quiet()
+        .online_tuning(opts)
+        .unwrap();
+    assert_eq!(
+        next.explain(Op::Gemm, fresh).rule,
+        autotune::product::lookup::Rule::Exact
+    );
+
+    let suite = Suite::load(&rec.join("gemm.toml")).unwrap();
+    assert_eq!(suite.shapes, vec![lost_shape, fresh]);
+}

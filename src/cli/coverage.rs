@@ -188,3 +188,200 @@ fn print_loo(db: &Database, catalog: &Catalog, gpu: &str, op: Op) -> Result<()> 
     }
     Ok(())
 }
+
+#[derive(Debug, clap::Args)]
+pub(super) struct EvaluateArgs {
+    /// The op: gemm or gemv (a --shapes suite names its own).
+    #[arg(long, default_value = "gemm")]
+    op: String,
+    /// Draw this many random shapes (log-uniform sizes, tiny M/N, tiny K, huge K, odd and
+    /// prime sizes), none of them tuned on this GPU.
+    #[arg(long, conflicts_with = "shapes", required_unless_present = "shapes")]
+    random: Option<usize>,
+    /// Read the shapes from a suite file instead.
+    #[arg(long)]
+    shapes: Option<PathBuf>,
+    /// Seed of the random shapes and of the inputs.
+    #[arg(long, default_value_t = 2026, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
+    seed: u64,
+    /// The database a product ships.
+    #[arg(long, default_value = "results/tuning.toml")]
+    db: PathBuf,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// Also search each shape (model-guided, N evaluations) and time the coverage
+    /// portfolio, to report the runtime's regret: its kernel's time over the best found.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    tune_budget: Option<u64>,
+    /// Fewer timing samples.
+    #[arg(long)]
+    quick: bool,
+    /// Run kernels in this process instead of worker processes.
+    #[arg(long)]
+    in_process: bool,
+    /// Write the per-shape table and the summaries as Markdown to this file.
+    #[arg(long)]
+    out: Option<PathBuf>,
+    /// Write every measurement as JSON to this file.
+    #[arg(long)]
+    json: Option<PathBuf>,
+}
+
+/// `autotune evaluate`.
+pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
+    use autotune::report::Table;
+    use autotune::tuning::evaluate::{self as ev, EvaluateOptions};
+    use autotune::tuning::workload;
+    let db = Database::load_existing(&a.db)?;
+    let catalog = Catalog::builtin().context("loading the built-in kernel families")?;
+    let dev = Device::open(a.device)?;
+    let (op, problems) = match (&a.shapes, a.random) {
+        (Some(path), _) => workload::from_suite(path)?,
+        (None, Some(count)) => {
+            let op: Op = a.op.parse()?;
+            let gpu = dev.info.name.clone();
+            let grid: Vec<_> = db
+                .coverage(&gpu, op)
+                .map(|c| c.points.iter().filter_map(|p| p.shape(op)).collect())
+                .unwrap_or_default();
+            // Shapes this GPU was tuned on, or that its coverage grid measured, are not drawn.
+            let tuned =
+                |s: &autotune::problem::Shape| db.get(&gpu, op, *s).is_some() || grid.contains(s);
+            (op, workload::random_problems(op, count, a.seed, &tuned)?)
+        }
+        (None, None) => bail!("give --random N or --shapes FILE"),
+    };
+    let tuned = autotune::Tuned::new(&dev.ctx, db.clone())?.quiet();
+    eprintln!(
+        "evaluate: {op}, {} shapes on {} ({}), database {}{}",
+        problems.len(),
+        dev.info.name,
+        dev.info.arch,
+        a.db.display(),
+        if db.coverage(&dev.info.name, op).is_some() {
+            " (with coverage)"
+        } else {
+            " (no coverage for this GPU: predictions fall back to the nearest tuned shape)"
+        }
+    );
+    let opts = EvaluateOptions {
+        seed: a.seed,
+        timing: if a.quick {
+            autotune::measure::timing::TimingSettings::quick()
+        } else {
+            autotune::measure::timing::TimingSettings::default()
+        },
+        tune_budget: a.tune_budget.map(|b| b as usize),
+        isolation: super::tuning::worker_settings(a.in_process)?,
+        disk_cache: DiskCache::user_default(),
+    };
+    let cache = nvrtc::Cache::new();
+    let evals = ev::evaluate(&dev, &tuned, &catalog, &cache, op, &problems, &opts, &|l| {
+        eprintln!("{l}")
+    })?;
+    let mut table = Table::new(
+        &[
+            "shape",
+            "kind",
+            "runtime's choice",
+            "x cuBLAS",
+            "no guard",
+            "before",
+            "regret",
+        ],
+        &[true, true, true],
+    );
+    for e in &evals {
+        let c = &e.chosen[0];
+        let what = if c.vendor {
+            format!("cuBLAS (guard; else {})", c.family)
+        } else {
+            format!(
+                "{}: {} {}",
+                c.rule,
+                c.family,
+                autotune::family::space::params_label(&c.params)
+            )
+        };
+        table.row(vec![
+            e.label.clone(),
+            e.kind.clone(),
+            what,
+            format!("{:.3}", c.vs_cublas(e.cublas_ms)),
+            format!("{:.3}", e.chosen[1].vs_cublas(e.cublas_ms)),
+            format!("{:.3}", e.chosen[2].vs_cublas(e.cublas_ms)),
+            e.regret().map_or("-".into(), |r| format!("{r:.3}")),
+        ]);
+    }
+    let (policies, regret) = ev::summarize(&evals);
+    let mut sums = Table::new(
+        &[
+            "policy",
+            "geomean x cuBLAS",
+            "p10",
+            "median",
+            "worst",
+            ">= 1.0x",
+            "rules",
+        ],
+        &[true],
+    );
+    for p in &policies {
+        let rules: Vec<String> = p.rules.iter().map(|(r, n)| format!("{r}: {n}")).collect();
+        match &p.vs_cublas {
+            Some(s) => sums.row(vec![
+                p.policy.clone(),
+                format!("{:.3}", s.geomean),
+                format!("{:.3}", s.p10),
+                format!("{:.3}", s.median),
+                format!("{:.3}", s.min),
+                format!("{:.1}%", 100.0 * s.share_at_least_one),
+                rules.join(", "),
+            ]),
+            None => sums.row(vec![
+                p.policy.clone(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                "-".into(),
+                rules.join(", "),
+            ]),
+        }
+    }
+    let regret_line = match regret {
+        Some(r) => format!(
+            "regret of the runtime's kernel (its time / best found, {} shapes): geomean {:.3}, median {:.3}, p90 {:.3}, worst {:.3}",
+            r.count, r.geomean, r.median, r.p90, r.max
+        ),
+        None => "regret: not measured (give --tune-budget N)".to_string(),
+    };
+    println!("{}", table.render());
+    println!("summary ({op}, {} shapes, {}):", evals.len(), dev.info.name);
+    println!("{}", sums.render());
+    println!("{regret_line}");
+    if let Some(path) = &a.out {
+        let text = format!(
+            "# evaluate: {op} on {}\n\n{} shapes ({}), seed {}, database `{}`; x cuBLAS is cuBLAS's time over what the product gets, measured in the same process.\n\n{}\n{}\n{regret_line}\n\n## Per shape\n\n{}",
+            dev.info.name,
+            evals.len(),
+            match &a.shapes {
+                Some(p) => format!("from {}", p.display()),
+                None => "random, none tuned on this GPU".to_string(),
+            },
+            a.seed,
+            a.db.display(),
+            sums.markdown(),
+            "",
+            table.markdown()
+        );
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    if let Some(path) = &a.json {
+        let v = serde_json::json!({ "gpu": dev.info.name, "op": op, "seed": a.seed, "shapes": evals, "policies": policies, "regret": regret });
+        std::fs::write(path, serde_json::to_string_pretty(&v)?)
+            .with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(())
+}

@@ -147,6 +147,10 @@ enum Command {
     /// Measure a coverage grid: a portfolio of configs timed on shapes of every kind, from
     /// which the runtime predicts shapes nobody tuned.
     Cover(coverage::CoverArgs),
+    /// What a product gets on shapes nobody tuned: the runtime's choice for each (random or
+    /// listed) shape, timed against cuBLAS, with and without the vendor guard, and against the
+    /// nearest-shape rule it replaced.
+    Evaluate(coverage::EvaluateArgs),
     /// Internal: serve a tuning parent over stdin/stdout (started by autotune itself).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -490,6 +494,7 @@ fn run(args: &Args) -> Result<()> {
         Some(Command::Report(a)) => return databases::report(a),
         Some(Command::Cross(a)) => return databases::cross(a),
         Some(Command::Cover(a)) => return coverage::cover(a),
+        Some(Command::Evaluate(a)) => return coverage::evaluate(a),
         Some(Command::Simulate(a)) => return simulate::run(a),
         Some(Command::Worker) => tuning::worker(),
         None => {}

@@ -26,6 +26,7 @@ use crate::family::space::Launch;
 use crate::gpu::{Arch, DeviceInfo};
 use crate::problem::{Op, Shape, ShapeError};
 use crate::product::lookup::{self, Choice, LookupOptions, Rule};
+use crate::product::online::{self, OnlineTuning};
 use crate::product::record::Recorder;
 use crate::product::select::Selector;
 use cudarc::cublas::CudaBlas;
@@ -120,7 +121,7 @@ enum Ready {
 
 /// A tuning database bound to a CUDA context: the product's entry point.
 pub struct Tuned {
-    db: Database,
+    db: RwLock<Database>,
     catalog: Catalog,
     ctx: Arc<CudaContext>,
     info: DeviceInfo,
@@ -136,6 +137,8 @@ pub struct Tuned {
     blas: Mutex<Option<CudaBlas>>,
     recorder: Option<Recorder>,
     record_failed: std::sync::atomic::AtomicBool,
+    online: Option<OnlineTuning>,
+    online_failed: std::sync::atomic::AtomicBool,
 }
 
 impl Tuned {
@@ -156,7 +159,7 @@ impl Tuned {
     /// ([`DiskCache::user_default`]).
     pub fn new(ctx: &Arc<CudaContext>, db: Database) -> Result<Tuned, RuntimeError> {
         Ok(Tuned {
-            db,
+            db: RwLock::new(db),
             catalog: Catalog::builtin()?,
             ctx: ctx.clone(),
             info: device::query(ctx)?,
@@ -172,7 +175,26 @@ impl Tuned {
             blas: Mutex::new(None),
             recorder: Recorder::from_env(),
             record_failed: std::sync::atomic::AtomicBool::new(false),
+            online: None,
+            online_failed: std::sync::atomic::AtomicBool::new(false),
         })
+    }
+
+    /// Tunes a shape the database has no entry for on its first call ([`OnlineTuning`]): the
+    /// best predicted configs are validated and timed on scratch buffers within the budget,
+    /// the fastest is launched from then on and written to `online.db` (under its lock,
+    /// atomically), whose entries for this GPU are read now, so the next process starts tuned.
+    /// A tuning that fails is logged once and the call goes on with the lookup's choice.
+    pub fn online_tuning(mut self, online: OnlineTuning) -> Result<Tuned, RuntimeError> {
+        let kept = Database::load(&online.db)?;
+        {
+            let db = self.db.get_mut().unwrap_or_else(|p| p.into_inner());
+            for e in kept.entries.into_iter().filter(|e| e.gpu == self.info.name) {
+                db.upsert(e);
+            }
+        }
+        self.online = Some(online);
+        Ok(self)
     }
 
     /// Turns the vendor guard on or off (on by default): with it, a shape where the evidence
@@ -225,8 +247,9 @@ impl Tuned {
     pub fn explain_with(&self, op: Op, shape: Shape, options: LookupOptions) -> Choice {
         let arch = self.info.arch.to_string();
         let selector = self.selector(op);
+        let db = self.db.read().unwrap_or_else(|p| p.into_inner());
         lookup::lookup_with(
-            &self.db,
+            &db,
             &self.catalog,
             &self.info.name,
             Some(&arch),
@@ -237,12 +260,23 @@ impl Tuned {
         )
     }
 
+    /// The configs of this GPU's coverage portfolio for `op` that this build can launch.
+    pub fn portfolio(&self, op: Op) -> Vec<crate::family::space::Config> {
+        self.selector(op).map_or_else(Vec::new, |s| {
+            (0..s.len())
+                .filter(|&i| s.is_usable(i))
+                .filter_map(|i| s.config(i).cloned())
+                .collect()
+        })
+    }
+
     /// This GPU's coverage predictor for `op`, built once.
     fn selector(&self, op: Op) -> Option<Arc<Selector>> {
         let mut map = self.selectors.lock().unwrap_or_else(|p| p.into_inner());
         map.entry(op)
             .or_insert_with(|| {
-                lookup::selector_for(&self.db, &self.catalog, &self.info.name, op).map(Arc::new)
+                let db = self.db.read().unwrap_or_else(|p| p.into_inner());
+                lookup::selector_for(&db, &self.catalog, &self.info.name, op).map(Arc::new)
             })
             .clone()
     }
@@ -359,7 +393,7 @@ impl Tuned {
                 return go(r, out);
             }
         }
-        let r = self.resolve(op, shape)?;
+        let r = self.resolve(stream, op, shape)?;
         go(&r, out)
     }
 
@@ -394,7 +428,12 @@ impl Tuned {
     }
 
     /// Lookup, launch geometry, module: once per (op, shape).
-    fn resolve(&self, op: Op, shape: Shape) -> Result<Ready, RuntimeError> {
+    fn resolve(
+        &self,
+        stream: &Arc<CudaStream>,
+        op: Op,
+        shape: Shape,
+    ) -> Result<Ready, RuntimeError> {
         if let Some(r) = &self.recorder {
             if let Err(e) = r.record(op, shape) {
                 if !self.quiet && !self.record_failed.swap(true, Ordering::Relaxed) {
@@ -402,7 +441,13 @@ impl Tuned {
                 }
             }
         }
-        let choice = self.explain(op, shape);
+        let mut choice = self.explain(op, shape);
+        if choice.rule != Rule::Exact
+            && self.online.is_some()
+            && self.tune_online(stream, op, shape)
+        {
+            choice = self.explain(op, shape);
+        }
         if (choice.rule != Rule::Exact || choice.vendor) && !self.quiet {
             eprintln!("autotune: {}", choice.describe(op, shape));
         }
@@ -439,6 +484,156 @@ impl Tuned {
         Ok(ready)
     }
 
+    /// Online tuning of one shape ([`OnlineTuning`]); whether an entry was kept.
+    fn tune_online(&self, stream: &Arc<CudaStream>, op: Op, shape: Shape) -> bool {
+        let Some(online) = &self.online else {
+            return false;
+        };
+        let start = std::time::Instant::now();
+        let candidates = self.online_candidates(op, shape, online.candidates);
+        let dev = device::Device {
+            ctx: self.ctx.clone(),
+            stream: stream.clone(),
+            info: self.info.clone(),
+        };
+        let result = nvrtc::nvrtc_version()
+            .map_err(|e| e.to_string())
+            .and_then(|v| {
+                online::tune_shape(
+                    &dev,
+                    &self.catalog,
+                    self.info.record(&v),
+                    &candidates,
+                    op,
+                    shape,
+                    online,
+                    &|source| self.compiled(source),
+                )
+                .map_err(|e| e.to_string())
+            });
+        let entry = result.and_then(|report| {
+            let mut e = report
+                .to_entry(&crate::tuning::outcome::utc_now_rfc3339())
+                .ok_or_else(|| "no candidate ran".to_string())?;
+            e.produced_by = Some(crate::db::Producer {
+                host: crate::provenance::this_host(),
+                device: self.info.ordinal as u32,
+                pci_bus_id: self.info.pci_bus_id.clone(),
+                uuid: self.info.uuid.clone(),
+                shard: None,
+            });
+            let rec = report.gpu.clone();
+            Database::update_file(&online.db, |db| {
+                db.upsert_gpu(rec);
+                db.upsert(e.clone());
+                Ok(())
+            })
+            .map_err(|err| err.to_string())?;
+            Ok((e, report.results.len()))
+        });
+        match entry {
+            Ok((e, tried)) => {
+                if !self.quiet {
+                    eprintln!(
+                        "autotune: tuned {op} {} online in {:.0} ms ({tried} candidates): {} {}, {:.3}x cuBLAS; kept in {}",
+                        shape.label(op),
+                        start.elapsed().as_secs_f64() * 1e3,
+                        e.family,
+                        crate::family::space::params_label(&e.params),
+                        e.vs_cublas,
+                        online.db.display()
+                    );
+                }
+                let mut db = self.db.write().unwrap_or_else(|p| p.into_inner());
+                db.upsert(e);
+                true
+            }
+            Err(why) => {
+                if !self.quiet && !self.online_failed.swap(true, Ordering::Relaxed) {
+                    eprintln!(
+                        "autotune: online tuning of {op} {} failed ({why}); using the lookup's choice",
+                        shape.label(op)
+                    );
+                }
+                false
+            }
+        }
+    }
+
+    /// What online tuning tries: the coverage's ranking, else the configs of this GPU's
+    /// entries nearest the shape; the lookup's choice first when neither has it.
+    fn online_candidates(
+        &self,
+        op: Op,
+        shape: Shape,
+        n: usize,
+    ) -> Vec<crate::family::space::Config> {
+        let mut out: Vec<crate::family::space::Config> = Vec::new();
+        if let Some(r) = self.selector(op).and_then(|s| {
+            let ranking = s.rank(shape)?;
+            Some(
+                ranking
+                    .configs
+                    .iter()
+                    .filter_map(|p| s.config(p.index).cloned())
+                    .collect::<Vec<_>>(),
+            )
+        }) {
+            out = r;
+        }
+        if out.is_empty() {
+            let db = self.db.read().unwrap_or_else(|p| p.into_inner());
+            let mut near: Vec<_> = db
+                .entries
+                .iter()
+                .filter(|e| e.gpu == self.info.name && e.op == op)
+                .map(|e| (lookup::distance(e.shape(), shape), e))
+                .collect();
+            near.sort_by(|a, b| a.0.total_cmp(&b.0));
+            for (_, e) in near {
+                let c = crate::family::space::Config {
+                    family: e.family.clone(),
+                    params: e.params.clone(),
+                };
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
+            let choice = self.explain(op, shape).config();
+            if !out.contains(&choice) {
+                out.insert(0, choice);
+            }
+        }
+        out.truncate(n.max(1));
+        out
+    }
+
+    /// The cubin of `source`: disk cache, then NVRTC (storing it).
+    fn compiled(
+        &self,
+        source: &crate::family::catalog::Source,
+    ) -> Result<nvrtc::Compiled, nvrtc::CompileError> {
+        let nvrtc = {
+            let mut v = self.nvrtc.lock().unwrap_or_else(|p| p.into_inner());
+            if v.is_none() {
+                *v = Some(nvrtc::nvrtc_version()?);
+            }
+            v.clone().unwrap_or_default()
+        };
+        let arch: Arch = self.info.arch;
+        if let Some(c) = self.disk.as_ref().and_then(|d| d.get(&nvrtc, arch, source)) {
+            self.disk_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(c);
+        }
+        let c = nvrtc::compile(source, arch)?;
+        self.compiled.fetch_add(1, Ordering::Relaxed);
+        if let Some(d) = &self.disk {
+            // A cache that cannot be written only costs a compile next time.
+            let _ = d.put(&nvrtc, &c, source);
+        }
+        Ok(c)
+    }
+
     /// The loaded function for `source`: memory, then disk, then NVRTC.
     fn function(
         &self,
@@ -452,30 +647,7 @@ impl Tuned {
         if let Some(f) = modules.get(&source.kernel_name) {
             return Ok(f.clone());
         }
-        let arch: Arch = self.info.arch;
-        let nvrtc = {
-            let mut v = self.nvrtc.lock().unwrap_or_else(|p| p.into_inner());
-            if v.is_none() {
-                *v = Some(nvrtc::nvrtc_version()?);
-            }
-            v.clone().unwrap_or_default()
-        };
-        let cached = self.disk.as_ref().and_then(|d| d.get(&nvrtc, arch, source));
-        let compiled = match cached {
-            Some(c) => {
-                self.disk_hits.fetch_add(1, Ordering::Relaxed);
-                c
-            }
-            None => {
-                let c = nvrtc::compile(source, arch)?;
-                self.compiled.fetch_add(1, Ordering::Relaxed);
-                if let Some(d) = &self.disk {
-                    // A cache that cannot be written only costs a compile next time.
-                    let _ = d.put(&nvrtc, &c, source);
-                }
-                c
-            }
-        };
+        let compiled = self.compiled(source)?;
         let func = bench::load_function(
             &self.ctx,
             &compiled.cubin,

@@ -173,6 +173,21 @@ impl Selector {
         self.configs.get(index).map(|u| &u.config)
     }
 
+    /// Configs in the portfolio.
+    pub fn len(&self) -> usize {
+        self.configs.len()
+    }
+
+    /// Whether the portfolio is empty.
+    pub fn is_empty(&self) -> bool {
+        self.configs.is_empty()
+    }
+
+    /// Whether this build can launch portfolio config `index` (its family is here, unchanged).
+    pub fn is_usable(&self, index: usize) -> bool {
+        self.configs.get(index).is_some_and(|c| c.current)
+    }
+
     /// Configs of the portfolio this build can launch.
     pub fn usable(&self) -> usize {
         self.configs.iter().filter(|c| c.current).count()

@@ -92,6 +92,9 @@ pub enum CoverError {
     /// NVRTC is missing or cannot target the GPU.
     #[error(transparent)]
     Compile(#[from] nvrtc::CompileError),
+    /// The search strategy could not be made.
+    #[error(transparent)]
+    Search(#[from] crate::search::SearchError),
     /// No config ran on any pool shape.
     #[error(
         "no config of the {0} families ran on any pool shape: nothing to build a portfolio from"

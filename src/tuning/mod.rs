@@ -6,6 +6,7 @@
 
 pub mod cover;
 pub mod cross;
+pub mod evaluate;
 pub mod evaluator;
 pub mod journal;
 pub mod model;

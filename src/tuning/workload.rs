@@ -267,7 +267,7 @@ fn is_prime(n: u64) -> bool {
 /// Order statistics of per-problem values (speedups, efficiencies, regrets), named neutrally:
 /// for "higher is better" values (speedup over cuBLAS) the bad tail is `min`/`p10`; for "lower
 /// is better" values (regret as time / best time) it is `p90`/`max`.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
 pub struct Summary {
     /// How many values.
     pub count: usize,

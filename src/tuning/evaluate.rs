@@ -1,0 +1,400 @@
+//! `autotune evaluate`: what a product that ships a database gets on shapes nobody tuned.
+//!
+//! For each shape the runtime itself ([`Tuned::explain_with`]) says what it would launch under
+//! each [`POLICIES`] entry: all rules with the vendor guard (what ships), the same without the
+//! guard, and the rules before coverage existed (nearest tuned shape). Each chosen kernel is
+//! compiled as the runtime compiles it ([`crate::family::catalog::Family::kernel`]), validated
+//! and timed beside cuBLAS in this process; where the guard calls cuBLAS, the product gets
+//! cuBLAS's time. With a tuning budget, a model-guided search and the whole coverage portfolio
+//! are timed too, and the best time found gives each choice's regret.
+
+use crate::cuda::bench::RunError;
+use crate::cuda::device::Device;
+use crate::cuda::isolate::WorkerSettings;
+use crate::cuda::nvrtc::{self, DiskCache};
+use crate::family::catalog::Catalog;
+use crate::family::space::{params_label, Config};
+use crate::measure::timing::TimingSettings;
+use crate::problem::{Op, Shape};
+use crate::product::lookup::{LookupOptions, Rule};
+use crate::product::runtime::Tuned;
+use crate::tuning::evaluator::Evaluator;
+use crate::tuning::tune::{tune, Silent, TuneError, TuneOptions};
+use crate::tuning::workload::{Problem, Summary};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The lookup policies every shape is evaluated under: a name and the rules.
+pub const POLICIES: [(&str, LookupOptions); 3] = [
+    (
+        "runtime",
+        LookupOptions {
+            coverage: true,
+            vendor_guard: true,
+        },
+    ),
+    (
+        "no guard",
+        LookupOptions {
+            coverage: true,
+            vendor_guard: false,
+        },
+    ),
+    (
+        "nearest (before)",
+        LookupOptions {
+            coverage: false,
+            vendor_guard: false,
+        },
+    ),
+];
+
+/// Options of an evaluation.
+#[derive(Debug, Clone)]
+pub struct EvaluateOptions {
+    /// Seed of the inputs (and of the searches).
+    pub seed: u64,
+    /// How kernels are timed.
+    pub timing: TimingSettings,
+    /// Evaluations of a model-guided search per shape, for the regret (`None`: no search).
+    pub tune_budget: Option<usize>,
+    /// Run kernels in worker processes (`None`: in this process).
+    pub isolation: Option<WorkerSettings>,
+    /// The on-disk compile cache.
+    pub disk_cache: Option<DiskCache>,
+}
+
+/// What one policy chose for one shape, and what it ran at.
+#[derive(Debug, Clone, Serialize)]
+pub struct Chosen {
+    /// The policy's name ([`POLICIES`]).
+    pub policy: String,
+    /// The rule that chose.
+    pub rule: Rule,
+    /// The vendor guard calls cuBLAS.
+    pub vendor: bool,
+    /// The kernel's family.
+    pub family: String,
+    /// Its parameters.
+    pub params: BTreeMap<String, i64>,
+    /// The kernel's median time, ms (`None`: it failed, see `error`).
+    pub kernel_ms: Option<f64>,
+    /// Why it failed.
+    pub error: Option<String>,
+    /// What the product gets: cuBLAS's time where the guard calls it, else the kernel's.
+    pub effective_ms: Option<f64>,
+}
+
+impl Chosen {
+    /// cuBLAS's time over what the product gets (0 when the kernel failed).
+    pub fn vs_cublas(&self, cublas_ms: f64) -> f64 {
+        self.effective_ms.map_or(0.0, |t| cublas_ms / t)
+    }
+}
+
+/// One shape's evaluation.
+#[derive(Debug, Clone, Serialize)]
+pub struct ShapeEval {
+    /// The shape.
+    pub shape: Shape,
+    /// Its label.
+    pub label: String,
+    /// The kind of shape it was drawn as.
+    pub kind: String,
+    /// cuBLAS's median time, ms.
+    pub cublas_ms: f64,
+    /// One per policy, in [`POLICIES`] order.
+    pub chosen: Vec<Chosen>,
+    /// The fastest time found for the shape (the choices, and with a budget the search and
+    /// the portfolio), ms.
+    pub best_ms: Option<f64>,
+    /// The config that ran at `best_ms`.
+    pub best: Option<String>,
+    /// Configs timed on the shape.
+    pub timed: usize,
+}
+
+impl ShapeEval {
+    /// The kernel the runtime chose (guard or not) over the best found: 1 is the best.
+    pub fn regret(&self) -> Option<f64> {
+        let kernel = self.chosen.get(1)?.kernel_ms?;
+        Some(kernel / self.best_ms?)
+    }
+}
+
+/// Why an evaluation stopped.
+#[derive(Debug, thiserror::Error)]
+pub enum EvaluateError {
+    /// The GPU or cuBLAS failed.
+    #[error("{op} {shape}: {source}")]
+    Run {
+        /// The op.
+        op: Op,
+        /// The shape.
+        shape: String,
+        /// Why.
+        source: RunError,
+    },
+    /// The budgeted search failed.
+    #[error("{op} {shape}: the search for the best config failed: {source}")]
+    Tune {
+        /// The op.
+        op: Op,
+        /// The shape.
+        shape: String,
+        /// Why.
+        source: TuneError,
+    },
+    /// NVRTC is missing or cannot target the GPU.
+    #[error(transparent)]
+    Compile(#[from] nvrtc::CompileError),
+    /// The search strategy could not be made.
+    #[error(transparent)]
+    Search(#[from] crate::search::SearchError),
+}
+
+/// Evaluates `tuned`'s choices for `op` on every problem, on `dev`. `progress` gets one line
+/// per shape.
+#[allow(clippy::too_many_arguments)]
+pub fn evaluate(
+    dev: &Device,
+    tuned: &Tuned,
+    catalog: &Catalog,
+    cache: &nvrtc::Cache,
+    op: Op,
+    problems: &[Problem],
+    opts: &EvaluateOptions,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<ShapeEval>, EvaluateError> {
+    nvrtc::check_arch(dev.info.arch)?;
+    let mut out = Vec::new();
+    for (i, p) in problems.iter().enumerate() {
+        let e = evaluate_one(dev, tuned, catalog, cache, op, p, opts)?;
+        let runtime = &e.chosen[0];
+        progress(&format!(
+            "[{}/{}] {op} {} ({}): {} -> {:.3}x cuBLAS{}; before {:.3}x{}",
+            i + 1,
+            problems.len(),
+            e.label,
+            e.kind,
+            if runtime.vendor {
+                "cuBLAS (guard)".to_string()
+            } else {
+                format!("{} {}", runtime.family, params_label(&runtime.params))
+            },
+            runtime.vs_cublas(e.cublas_ms),
+            match &runtime.error {
+                Some(err) => format!(" (kernel failed: {err})"),
+                None => String::new(),
+            },
+            e.chosen[2].vs_cublas(e.cublas_ms),
+            e.regret()
+                .map_or(String::new(), |r| format!("; regret {r:.3}"))
+        ));
+        out.push(e);
+    }
+    Ok(out)
+}
+
+fn evaluate_one(
+    dev: &Device,
+    tuned: &Tuned,
+    catalog: &Catalog,
+    cache: &nvrtc::Cache,
+    op: Op,
+    problem: &Problem,
+    opts: &EvaluateOptions,
+) -> Result<ShapeEval, EvaluateError> {
+    let shape = problem.shape;
+    let run_err = |source| EvaluateError::Run {
+        op,
+        shape: shape.label(op),
+        source,
+    };
+    let choices: Vec<_> = POLICIES
+        .iter()
+        .map(|(_, o)| tuned.explain_with(op, shape, *o))
+        .collect();
+    // Every distinct config to time: the choices, then (with a budget) the portfolio.
+    let mut configs: Vec<Config> = Vec::new();
+    for c in &choices {
+        if !configs.contains(&c.config()) {
+            configs.push(c.config());
+        }
+    }
+    if opts.tune_budget.is_some() {
+        for c in tuned.portfolio(op) {
+            if !configs.contains(&c) {
+                configs.push(c);
+            }
+        }
+    }
+    let kernels: Vec<Result<_, String>> = configs
+        .iter()
+        .map(|c| {
+            let family = catalog.get(&c.family).map_err(|e| e.to_string())?;
+            family
+                .kernel(c, shape, &dev.info.limits)
+                .map_err(|e| e.to_string())
+        })
+        .collect();
+    let sources: Vec<_> = kernels
+        .iter()
+        .filter_map(|k| k.as_ref().ok().map(|k| k.source.clone()))
+        .collect();
+    let mut compiled = nvrtc::compile_all(&sources, dev.info.arch, cache, &|_| {}).into_iter();
+    let mut eval = Evaluator::open(
+        dev,
+        op,
+        shape,
+        opts.seed,
+        opts.timing,
+        opts.isolation.as_ref(),
+    )
+    .map_err(run_err)?;
+    let (cublas, _) = eval.baseline().map_err(run_err)?;
+    let mut times: Vec<Result<f64, String>> = Vec::new();
+    for k in &kernels {
+        let t = match k {
+            Err(e) => Err(e.clone()),
+            Ok(k) => match compiled.next().as_deref() {
+                Some(Ok(c)) => match eval.evaluate(c, k.launch, None).map_err(run_err)? {
+                    Ok(m) => Ok(m.stats.median_ms),
+                    Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),
+                },
+                Some(Err(e)) => Err(e.to_string()),
+                None => Err("not compiled".into()),
+            },
+        };
+        times.push(t);
+    }
+    drop(eval);
+    let mut best: Option<(f64, String)> = None;
+    let mut consider = |t: f64, what: String| {
+        if best.as_ref().is_none_or(|(b, _)| t < *b) {
+            best = Some((t, what));
+        }
+    };
+    for (c, t) in configs.iter().zip(&times) {
+        if let Ok(t) = t {
+            consider(*t, format!("{} {}", c.family, params_label(&c.params)));
+        }
+    }
+    let mut timed = configs.len();
+    if let Some(budget) = opts.tune_budget {
+        let mut strategy = crate::search::by_name("model-guided", opts.seed)?;
+        let topts = TuneOptions {
+            seed: opts.seed,
+            timing: opts.timing,
+            budget: Some(budget),
+            isolation: opts.isolation.clone(),
+            disk_cache: opts.disk_cache.clone(),
+            ..TuneOptions::default()
+        };
+        let report = tune(
+            dev,
+            catalog,
+            cache,
+            op,
+            shape,
+            &topts,
+            &mut *strategy,
+            &Silent,
+        )
+        .map_err(|source| EvaluateError::Tune {
+            op,
+            shape: shape.label(op),
+            source,
+        })?;
+        timed += report.results.len();
+        for r in &report.results {
+            if let Some(t) = r.median_ms() {
+                consider(t, format!("{} {}", r.family, params_label(&r.params)));
+            }
+        }
+    }
+    let chosen = POLICIES
+        .iter()
+        .zip(&choices)
+        .map(|((name, _), c)| {
+            let i = configs.iter().position(|x| *x == c.config());
+            let t = i.and_then(|i| times.get(i)).cloned();
+            let (kernel_ms, error) = match t {
+                Some(Ok(t)) => (Some(t), None),
+                Some(Err(e)) => (None, Some(e)),
+                None => (None, Some("not timed".to_string())),
+            };
+            Chosen {
+                policy: name.to_string(),
+                rule: c.rule,
+                vendor: c.vendor,
+                family: c.family.clone(),
+                params: c.params.clone(),
+                kernel_ms,
+                error,
+                effective_ms: if c.vendor {
+                    Some(cublas.median_ms)
+                } else {
+                    kernel_ms
+                },
+            }
+        })
+        .collect();
+    Ok(ShapeEval {
+        shape,
+        label: shape.label(op),
+        kind: problem.kind.to_string(),
+        cublas_ms: cublas.median_ms,
+        chosen,
+        best_ms: best.as_ref().map(|b| b.0),
+        best: best.map(|b| b.1),
+        timed,
+    })
+}
+
+/// Per policy: the summary of x cuBLAS over the shapes, and how often each rule chose.
+#[derive(Debug, Clone, Serialize)]
+pub struct PolicySummary {
+    /// The policy.
+    pub policy: String,
+    /// cuBLAS's time over what the product gets (a failed kernel counts as 0.001x).
+    pub vs_cublas: Option<Summary>,
+    /// Shapes per rule (`cuBLAS (guard)` for the guard's calls).
+    pub rules: BTreeMap<String, usize>,
+}
+
+/// Summaries of an evaluation: one per policy, and the runtime's regret.
+pub fn summarize(evals: &[ShapeEval]) -> (Vec<PolicySummary>, Option<Summary>) {
+    let policies = POLICIES
+        .iter()
+        .enumerate()
+        .map(|(i, (name, _))| {
+            let mut rules = BTreeMap::new();
+            let values: Vec<f64> = evals
+                .iter()
+                .map(|e| {
+                    let c = &e.chosen[i];
+                    let rule = if c.vendor {
+                        "cuBLAS (guard)".to_string()
+                    } else {
+                        c.rule.to_string()
+                    };
+                    *rules.entry(rule).or_insert(0) += 1;
+                    c.vs_cublas(e.cublas_ms).max(1e-3)
+                })
+                .collect();
+            PolicySummary {
+                policy: name.to_string(),
+                vs_cublas: Summary::of(&values),
+                rules,
+            }
+        })
+        .collect();
+    let regrets: Vec<f64> = evals.iter().filter_map(ShapeEval::regret).collect();
+    let regret = if regrets.len() == evals.len() {
+        Summary::of(&regrets)
+    } else {
+        None
+    };
+    (policies, regret)
+}
