@@ -112,8 +112,7 @@ for spec in ${EVALUATE:-}; do
   op=${spec%%:*}; count=${spec##*:}
   start=$SECONDS
   .gpu/autotune evaluate --op "$op" --random "$count" --seed "${EVAL_SEED:-2026}" --db "$DB" \
-    --out "$OUT/evaluate-$op.md" ${EVAL_ARGS:-} >"$OUT/evaluate-$op.log" 2>&1 || status=1
-  { echo "== evaluate $op, $count random shapes: $((SECONDS - start)) s"; grep -A40 "^summary" "$OUT/evaluate-$op.log"; grep "^Error" "$OUT/evaluate-$op.log"; } | tee -a "$OUT/summary.txt"
+X
 done
 if [ -n "${ONLINE:-}" ]; then
   # Online tuning of ONLINE unseen gemm shapes from an empty compile cache (a product's first
@@ -124,8 +123,8 @@ if [ -n "${ONLINE:-}" ]; then
   AUTOTUNE_RECORD="$rec" .gpu/online "$DB" "$odb" "$ONLINE" "${ONLINE_SEED:-77}" >"$OUT/online-1.log" 2>&1 || status=1
   .gpu/online "$DB" "$odb" "$ONLINE" "${ONLINE_SEED:-77}" >"$OUT/online-2.log" 2>&1 || status=1
   cp "$rec/gemm.toml" "$OUT/online-shapes.toml" 2>/dev/null
-  .gpu/autotune evaluate --shapes "$rec/gemm.toml" --db "$odb" --tune-budget 5000 \
-    --out "$OUT/online-vs-full.md" >"$OUT/online-eval.log" 2>&1 || status=1
+  .gpu/autotune evaluate --shapes "$rec/gemm.toml" --db "$odb" --tune-budget 5000 --in-process \
+    --out "$OUT/online-vs-full.md" --json "$OUT/online-vs-full.json" >"$OUT/online-eval.log" 2>&1 || status=1
   {
     echo "== online tuning, first process"; grep -E "^\||tuned|failed|Error" "$OUT/online-1.log"
     echo "== second process"; grep -E "^\||tuned|Error" "$OUT/online-2.log"
@@ -201,9 +200,11 @@ if [ "${CROSS:-0}" = 1 ]; then
     --out "$OUT/portability.md" >"$OUT/cross.log" 2>&1 || status=1
   { echo "== cross, $csuite"; grep -E '^\| [^|]+ \| [0-9.]+ % ' "$OUT/portability.md"; } | tee -a "$OUT/summary.txt"
 fi
-# At most 8 files come back from the GPU machine: keep the database, the summary and the suite
-# tables as files, and pack every log into one archive.
+# At most 8 files come back from the GPU machine: keep the database and the summary as files,
+# and pack every log into one archive and the other reports into another.
 (cd "$OUT" && ls *.log >/dev/null 2>&1 && tar czf logs.tar.gz *.log && rm -f *.log)
+(cd "$OUT" && extra=$(ls *.md *.json online*.toml 2>/dev/null | grep -v '^portability') &&
+  [ -n "$extra" ] && tar czf reports.tar.gz $extra && rm -f $extra)
 # Run journals (one file per shape) travel as one archive too.
 (cd "$OUT" && [ -d journal ] && tar czf journals.tar.gz journal && rm -rf journal)
 exit $status

@@ -350,9 +350,12 @@ fn runtime_vendor_guard_online_tuning_and_recording() {
     let gpu = dev.info.name.clone();
     let mut db = Database::new();
     db.upsert_gpu(dev.info.record(&nvrtc));
+    let (family, params) = autotune::product::lookup::default_config(Op::Gemm);
     let lost = autotune::db::Entry {
         vs_cublas: 0.5,
-        checksum: cat.get("gemm_tile2d").unwrap().checksum.clone(),
+        checksum: cat.get(&family).unwrap().checksum.clone(),
+        family,
+        params,
         ..common::entry(&gpu, Op::Gemm, "96x80x200")
     };
     db.upsert(lost);

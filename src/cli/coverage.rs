@@ -20,11 +20,11 @@ pub(super) struct CoverArgs {
     /// The grid file (default: the built-in configs/coverage/<op>.toml).
     #[arg(long)]
     grid: Option<PathBuf>,
-    /// Configs in the portfolio.
-    #[arg(long, default_value_t = 24, value_parser = clap::value_parser!(u64).range(1..=256))]
+    /// Configs in the portfolio: this GPU's tuned winners of the op first, then the pool's.
+    #[arg(long, default_value_t = 28, value_parser = clap::value_parser!(u64).range(1..=256))]
     portfolio: u64,
     /// Evaluations of each pool search.
-    #[arg(long, default_value_t = 30, value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     pool_budget: u64,
     /// The tuning database the coverage is written to (replacing this GPU's for the op).
     #[arg(long, default_value = "results/tuning.toml")]
@@ -77,19 +77,46 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         Database::check_writable(&a.db)?;
     }
     let dev = Device::open(a.device)?;
+    // This GPU's winners of exhaustive tunes seed the portfolio (fastest first, current only).
+    let mut seeds: Vec<autotune::family::space::Config> = Vec::new();
+    {
+        let db = Database::load(&a.db)?;
+        let mut entries: Vec<_> = db
+            .entries
+            .iter()
+            .filter(|e| {
+                e.gpu == dev.info.name
+                    && e.op == op
+                    && catalog.freshness(&e.family, &e.checksum)
+                        == autotune::family::catalog::Freshness::Current
+            })
+            .collect();
+        entries.sort_by(|x, y| y.vs_cublas.total_cmp(&x.vs_cublas));
+        for e in entries {
+            let c = autotune::family::space::Config {
+                family: e.family.clone(),
+                params: e.params.clone(),
+            };
+            if !seeds.contains(&c) && seeds.len() < a.portfolio as usize / 3 {
+                seeds.push(c);
+            }
+        }
+    }
     eprintln!(
-        "cover: {op} on {} ({}), {} grid shapes, {} pool shapes, portfolio of {}",
+        "cover: {op} on {} ({}), {} grid shapes, {} pool shapes, portfolio of {} ({} seeded by this GPU's tuned winners)",
         dev.info.name,
         dev.info.arch,
         grid.shapes().len(),
         grid.pool().len(),
-        a.portfolio
+        a.portfolio,
+        seeds.len()
     );
     let opts = CoverOptions {
         seed: a.seed,
         timing: CoverOptions::timing(),
         pool_budget: a.pool_budget as usize,
         portfolio: a.portfolio as usize,
+        seeds,
         families: a.families.clone(),
         isolation: super::tuning::worker_settings(a.in_process)?,
         disk_cache: DiskCache::user_default(),
@@ -312,6 +339,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
             format!("{:.3}", e.chosen[1].vs_cublas(e.cublas_ms)),
             format!("{:.3}", e.chosen[2].vs_cublas(e.cublas_ms)),
             e.regret().map_or("-".into(), |r| format!("{r:.3}")),
+            e.choice_regret().map_or("-".into(), |r| format!("{r:.3}")),
         ]);
     }
     let (policies, regret) = ev::summarize(&evals);
@@ -350,13 +378,21 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
             ]),
         }
     }
-    let regret_line = match regret {
+    let line = |what: &str, r: &Option<Summary>| match r {
         Some(r) => format!(
-            "regret of the runtime's kernel (its time / best found, {} shapes): geomean {:.3}, median {:.3}, p90 {:.3}, worst {:.3}",
+            "{what} ({} shapes): geomean {:.3}, median {:.3}, p90 {:.3}, worst {:.3}",
             r.count, r.geomean, r.median, r.p90, r.max
         ),
-        None => "regret: not measured (give --tune-budget N)".to_string(),
+        None => format!("{what}: not measured (give --tune-budget N)"),
     };
+    let regret_line = format!(
+        "{}\n{}",
+        line("regret of the runtime's kernel (its time / the best kernel found)", &regret[0]),
+        line(
+            "regret of the runtime's choice (what it runs, cuBLAS where guarded / the best of the kernels found and cuBLAS)",
+            &regret[1]
+        )
+    );
     println!("{}", table.render());
     println!("summary ({op}, {} shapes, {}):", evals.len(), dev.info.name);
     println!("{}", sums.render());

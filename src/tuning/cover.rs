@@ -54,8 +54,9 @@ pub struct Grid {
     /// lattice: every other point, with the same spacing along the diagonals).
     #[serde(default)]
     pub checkerboard: bool,
-    /// The pool searches run on the points whose every axis index is a multiple of this.
-    pub pool_stride: usize,
+    /// The pool searches run on every `pool_every`-th grid point (in the order M, N, K
+    /// vary, K fastest), so they span every scale of every axis.
+    pub pool_every: usize,
 }
 
 fn unlimited() -> u64 {
@@ -142,8 +143,8 @@ impl Grid {
                 return Err(err(format!("`{axis}` needs at least one value, none 0")));
             }
         }
-        if g.pool_stride == 0 {
-            return Err(err("`pool_stride` must be at least 1".into()));
+        if g.pool_every == 0 {
+            return Err(err("`pool_every` must be at least 1".into()));
         }
         if g.shapes().is_empty() {
             return Err(err("the caps leave no shape".into()));
@@ -151,7 +152,7 @@ impl Grid {
         Ok(g)
     }
 
-    fn points(&self) -> Vec<([usize; 3], Shape)> {
+    fn points(&self) -> Vec<Shape> {
         let mut out = Vec::new();
         for (i, &m) in self.m.iter().enumerate() {
             for (j, &n) in self.n.iter().enumerate() {
@@ -165,7 +166,7 @@ impl Grid {
                         .and_then(|mn| mn.checked_mul(k))
                         .is_some_and(|macs| macs <= self.max_macs);
                     if fits && Shape::new(self.op, m, n, k).is_ok() {
-                        out.push(([i, j, l], Shape { m, n, k }));
+                        out.push(Shape { m, n, k });
                     }
                 }
             }
@@ -175,17 +176,12 @@ impl Grid {
 
     /// Every grid shape.
     pub fn shapes(&self) -> Vec<Shape> {
-        self.points().into_iter().map(|(_, s)| s).collect()
+        self.points()
     }
 
     /// The shapes the pool searches run on.
     pub fn pool(&self) -> Vec<Shape> {
-        let s = self.pool_stride;
-        self.points()
-            .into_iter()
-            .filter(|(ix, _)| ix.iter().all(|i| i % s == 0))
-            .map(|(_, shape)| shape)
-            .collect()
+        self.shapes().into_iter().step_by(self.pool_every).collect()
     }
 }
 
@@ -200,6 +196,9 @@ pub struct CoverOptions {
     pub pool_budget: usize,
     /// Configs in the portfolio.
     pub portfolio: usize,
+    /// Configs the portfolio starts with (e.g. this GPU's tuned winners, found by exhaustive
+    /// searches the pool's budget cannot match); the pool fills the rest.
+    pub seeds: Vec<Config>,
     /// Only these families (all of the op's when empty).
     pub families: Vec<String>,
     /// Run candidates in worker processes (`None`: in this process).
@@ -222,13 +221,21 @@ impl CoverOptions {
     }
 }
 
-/// Picks `size` configs from `pool` (per shape: each config's time there), greedily: each
-/// step adds the config that most raises the sum over shapes of `ln(best / fastest chosen)`
-/// (a shape none of the chosen ran on counts as 5x slower than its best). Ties go to the
-/// config measured on more shapes, then to the first seen.
-pub fn choose_portfolio(pool: &[Vec<(Config, f64)>], size: usize) -> Vec<Config> {
+/// Picks `size` configs from `seeds` then `pool` (per shape: each config's time there): the
+/// seeds first (as many as fit), then greedily, each step adds the config that most raises
+/// the sum over shapes of `ln(best / fastest chosen)` (a shape none of the chosen ran on
+/// counts as 5x slower than its best). Ties go to the config measured on more shapes, then
+/// to the first seen.
+pub fn choose_portfolio(seeds: &[Config], pool: &[Vec<(Config, f64)>], size: usize) -> Vec<Config> {
     let mut configs: Vec<Config> = Vec::new();
     let mut index = BTreeMap::new();
+    for c in seeds {
+        if !index.contains_key(&(c.family.clone(), c.params.clone())) {
+            index.insert((c.family.clone(), c.params.clone()), configs.len());
+            configs.push(c.clone());
+        }
+    }
+    let seeded = configs.len().min(size);
     for shape in pool {
         for (c, _) in shape {
             if !index.contains_key(&(c.family.clone(), c.params.clone())) {
@@ -258,6 +265,14 @@ pub fn choose_portfolio(pool: &[Vec<(Config, f64)>], size: usize) -> Vec<Config>
     const MISSING: f64 = 5.0;
     let mut fastest: Vec<f64> = best.iter().map(|b| MISSING * b).collect();
     let mut chosen: Vec<usize> = Vec::new();
+    for c in 0..seeded {
+        for (s, m) in times.iter().enumerate() {
+            if let Some(t) = m.get(&c) {
+                fastest[s] = fastest[s].min(*t);
+            }
+        }
+        chosen.push(c);
+    }
     while chosen.len() < size.min(configs.len()) {
         let gain = |c: usize| -> f64 {
             times
@@ -369,7 +384,7 @@ pub fn cover(
         ));
         pool.push(measured);
     }
-    let portfolio = choose_portfolio(&pool, opts.portfolio);
+    let portfolio = choose_portfolio(&opts.seeds, &pool, opts.portfolio);
     if portfolio.is_empty() {
         return Err(CoverError::EmptyPool(op));
     }
@@ -506,15 +521,18 @@ mod tests {
             vec![(c(1), 1.0), (c(2), 1.01), (c(3), 3.0)],
             vec![(c(1), 3.0), (c(2), 2.9), (c(3), 1.0)],
         ];
-        assert_eq!(choose_portfolio(&pool, 2), vec![c(2), c(3)]);
-        assert_eq!(choose_portfolio(&pool, 1), vec![c(2)]);
+        assert_eq!(choose_portfolio(&[], &pool, 2), vec![c(2), c(3)]);
+        assert_eq!(choose_portfolio(&[], &pool, 1), vec![c(2)]);
+        // Seeds come first, then the greedy fills the gaps they leave.
+        assert_eq!(choose_portfolio(&[c(1)], &pool, 2), vec![c(1), c(3)]);
+        assert_eq!(choose_portfolio(&[c(9), c(1)], &pool, 1), vec![c(9)]);
         // Asking for more than there are gives them all, once each.
-        let all = choose_portfolio(&pool, 10);
+        let all = choose_portfolio(&[], &pool, 10);
         assert_eq!(all.len(), 3);
         // Failed measurements (0, NaN) are not evidence.
         let bad = vec![vec![(c(1), 0.0), (c(2), f64::NAN), (c(3), 2.0)]];
-        assert_eq!(choose_portfolio(&bad, 1), vec![c(3)]);
-        assert!(choose_portfolio(&[], 3).is_empty());
+        assert_eq!(choose_portfolio(&[], &bad, 1), vec![c(3)]);
+        assert!(choose_portfolio(&[], &[], 3).is_empty());
     }
 
     #[test]
@@ -526,7 +544,11 @@ mod tests {
             .iter()
             .all(|s| s.m * s.n <= g.max_output && s.m * s.n * s.k <= g.max_macs));
         let pool = g.pool();
-        assert!(!pool.is_empty() && pool.len() < shapes.len() / 2);
+        assert!(!pool.is_empty() && pool.len() <= shapes.len().div_ceil(2));
+        // The pool spans every scale of M.
+        for m in &g.m {
+            assert!(pool.iter().any(|s| s.m == *m), "no pool shape with M = {m}");
+        }
         assert!(pool.iter().all(|s| shapes.contains(s)));
         let v = Grid::builtin(Op::Gemv).unwrap();
         assert!(v.shapes().iter().all(|s| s.n == 1));
@@ -535,22 +557,21 @@ mod tests {
 
     #[test]
     fn bad_grids_are_refused_with_the_reason() {
-        let base =
-            "op = \"gemm\"\nm = [1, 4]\nn = [1]\nk = [8]\nmax_macs = 1000\npool_stride = 1\n";
+        let base = "op = \"gemm\"\nm = [1, 4]\nn = [1]\nk = [8]\nmax_macs = 1000\npool_every = 1\n";
         assert!(Grid::from_toml_str(base, "g").is_ok());
         for (from, to, want) in [
             ("m = [1, 4]", "m = []", "`m` needs"),
             ("k = [8]", "k = [0]", "`k` needs"),
-            ("pool_stride = 1", "pool_stride = 0", "pool_stride"),
+            ("pool_every = 1", "pool_every = 0", "pool_every"),
             ("max_macs = 1000", "max_macs = 1", "no shape"),
-            ("pool_stride = 1", "pool_stride = 1\ntypo = 2", "typo"),
+            ("pool_every = 1", "pool_every = 1\ntypo = 2", "typo"),
         ] {
             let err = Grid::from_toml_str(&base.replace(from, to), "g.toml")
                 .unwrap_err()
                 .to_string();
             assert!(err.contains(want) && err.contains("g.toml"), "{err}");
         }
-        let gemv = "op = \"gemv\"\nm = [4]\nn = [2]\nk = [8]\nmax_macs = 1000\npool_stride = 1\n";
+        let gemv = "op = \"gemv\"\nm = [4]\nn = [2]\nk = [8]\nmax_macs = 1000\npool_every = 1\n";
         assert!(Grid::from_toml_str(gemv, "v").is_err());
     }
 }

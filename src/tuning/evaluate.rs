@@ -115,10 +115,17 @@ pub struct ShapeEval {
 }
 
 impl ShapeEval {
-    /// The kernel the runtime chose (guard or not) over the best found: 1 is the best.
+    /// The kernel the runtime chose (guard or not) over the best kernel found: 1 is the best.
     pub fn regret(&self) -> Option<f64> {
         let kernel = self.chosen.get(1)?.kernel_ms?;
         Some(kernel / self.best_ms?)
+    }
+
+    /// What the runtime's choice (cuBLAS where the guard calls it) costs over the best it
+    /// could have chosen: the best kernel found or cuBLAS.
+    pub fn choice_regret(&self) -> Option<f64> {
+        let got = self.chosen.first()?.effective_ms?;
+        Some(got / self.best_ms?.min(self.cublas_ms))
     }
 }
 
@@ -363,8 +370,9 @@ pub struct PolicySummary {
     pub rules: BTreeMap<String, usize>,
 }
 
-/// Summaries of an evaluation: one per policy, and the runtime's regret.
-pub fn summarize(evals: &[ShapeEval]) -> (Vec<PolicySummary>, Option<Summary>) {
+/// Summaries of an evaluation: one per policy, and the regrets
+/// ([`ShapeEval::regret`], [`ShapeEval::choice_regret`]).
+pub fn summarize(evals: &[ShapeEval]) -> (Vec<PolicySummary>, [Option<Summary>; 2]) {
     let policies = POLICIES
         .iter()
         .enumerate()
@@ -390,11 +398,16 @@ pub fn summarize(evals: &[ShapeEval]) -> (Vec<PolicySummary>, Option<Summary>) {
             }
         })
         .collect();
-    let regrets: Vec<f64> = evals.iter().filter_map(ShapeEval::regret).collect();
-    let regret = if regrets.len() == evals.len() {
-        Summary::of(&regrets)
-    } else {
-        None
+    let all = |f: fn(&ShapeEval) -> Option<f64>| {
+        let v: Vec<f64> = evals.iter().filter_map(f).collect();
+        if v.len() == evals.len() {
+            Summary::of(&v)
+        } else {
+            None
+        }
     };
-    (policies, regret)
+    (
+        policies,
+        [all(ShapeEval::regret), all(ShapeEval::choice_regret)],
+    )
 }
