@@ -112,7 +112,8 @@ for spec in ${EVALUATE:-}; do
   op=${spec%%:*}; count=${spec##*:}
   start=$SECONDS
   .gpu/autotune evaluate --op "$op" --random "$count" --seed "${EVAL_SEED:-2026}" --db "$DB" \
-X
+    --out "$OUT/evaluate-$op.md" --json "$OUT/evaluate-$op.json" ${EVAL_ARGS:-} >"$OUT/evaluate-$op.log" 2>&1 || status=1
+  { echo "== evaluate $op, $count random shapes: $((SECONDS - start)) s"; grep -A14 "^summary" "$OUT/evaluate-$op.log"; grep "^Error" "$OUT/evaluate-$op.log"; } | tee -a "$OUT/summary.txt"
 done
 if [ -n "${ONLINE:-}" ]; then
   # Online tuning of ONLINE unseen gemm shapes from an empty compile cache (a product's first

@@ -31,12 +31,12 @@ pub struct OnlineTuning {
 }
 
 impl OnlineTuning {
-    /// Online tuning kept in `db`, with a budget of 2 s and 8 candidates per shape.
+    /// Online tuning kept in `db`, with a budget of 2 s and 16 candidates per shape.
     pub fn new(db: impl Into<PathBuf>) -> OnlineTuning {
         OnlineTuning {
             db: db.into(),
             budget: Duration::from_secs(2),
-            candidates: 8,
+            candidates: 16,
         }
     }
 
