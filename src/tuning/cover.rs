@@ -80,7 +80,7 @@ pub enum CoverError {
         /// The shape.
         shape: String,
         /// Why.
-        source: TuneError,
+        source: Box<TuneError>,
     },
     /// The GPU or cuBLAS failed.
     #[error("grid point {shape}: {source}")]
@@ -229,19 +229,21 @@ impl CoverOptions {
 pub fn choose_portfolio(seeds: &[Config], pool: &[Vec<(Config, f64)>], size: usize) -> Vec<Config> {
     let mut configs: Vec<Config> = Vec::new();
     let mut index = BTreeMap::new();
-    for c in seeds {
-        if !index.contains_key(&(c.family.clone(), c.params.clone())) {
-            index.insert((c.family.clone(), c.params.clone()), configs.len());
+    let mut add = |c: &Config, configs: &mut Vec<Config>| {
+        if let std::collections::btree_map::Entry::Vacant(v) =
+            index.entry((c.family.clone(), c.params.clone()))
+        {
+            v.insert(configs.len());
             configs.push(c.clone());
         }
+    };
+    for c in seeds {
+        add(c, &mut configs);
     }
     let seeded = configs.len().min(size);
     for shape in pool {
         for (c, _) in shape {
-            if !index.contains_key(&(c.family.clone(), c.params.clone())) {
-                index.insert((c.family.clone(), c.params.clone()), configs.len());
-                configs.push(c.clone());
-            }
+            add(c, &mut configs);
         }
     }
     // times[s][c]: config c's time on pool shape s.
@@ -352,7 +354,7 @@ pub fn cover(
         )
         .map_err(|source| CoverError::Tune {
             shape: shape.label(op),
-            source,
+            source: Box::new(source),
         })?;
         let measured: Vec<(Config, f64)> = report
             .results

@@ -150,7 +150,7 @@ pub enum EvaluateError {
         /// The shape.
         shape: String,
         /// Why.
-        source: TuneError,
+        source: Box<TuneError>,
     },
     /// NVRTC is missing or cannot target the GPU.
     #[error(transparent)]
@@ -311,7 +311,7 @@ fn evaluate_one(
         .map_err(|source| EvaluateError::Tune {
             op,
             shape: shape.label(op),
-            source,
+            source: Box::new(source),
         })?;
         timed += report.results.len();
         for r in &report.results {
