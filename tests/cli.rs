@@ -130,3 +130,52 @@ fn export_writes_a_header_to_stdout_without_a_gpu() {
         assert!(r.stdout.contains(needle), "expected {needle:?} in:\n{}", r.stdout);
     }
 }
+
+/// The shipped database's coverage predicts shapes nobody tuned, and `cover --loo` checks it on
+/// its own grid: no GPU needed.
+#[test]
+fn shipped_coverage_predicts_untuned_shapes_without_a_gpu() {
+    let db = "results/tuning.toml";
+    for gpu in ["NVIDIA H100 80GB HBM3", "NVIDIA H200"] {
+        let loo = ok(&["cover", "--loo", "--db", db, "--op", "gemm", "--gpu", gpu]);
+        assert!(
+            loo.contains("leave-one-out on 278 grid points") && loo.contains("regret (chosen"),
+            "{loo}"
+        );
+        let out = ok(&[
+            "best",
+            "--db",
+            db,
+            "--gpu",
+            gpu,
+            "--shape",
+            "777x1333x555",
+            "--json",
+        ]);
+        let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+        assert_eq!(v["rule"], "predicted", "{v}");
+        assert!(v["prediction"]["ranked"].as_u64().unwrap() > 1, "{v}");
+        assert!(v["vendor"].is_boolean(), "{v}");
+        let text = ok(&["best", "--db", db, "--gpu", gpu, "--shape", "777x1333x555"]);
+        assert!(
+            text.contains("predicted from the coverage grid") || text.contains("vendor guard"),
+            "{text}"
+        );
+    }
+    common::fails_with(
+        &[
+            "cover",
+            "--loo",
+            "--db",
+            db,
+            "--op",
+            "gemm",
+            "--gpu",
+            "Mystery GPU",
+        ],
+        &[
+            "no gemm coverage for 'Mystery GPU'",
+            "autotune cover --op gemm",
+        ],
+    );
+}

@@ -148,7 +148,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
 fn summary_line(what: &str, values: &[f64]) -> String {
     match Summary::of(values) {
         Some(s) => format!(
-            "{what}: geomean {:.3}, p10 {:.3}, median {:.3}, p90 {:.3}, min {:.3}, max {:.3}, {:.0}% >= 1",
+            "{what}: geomean {:.3}, p10 {:.3}, median {:.3}, p90 {:.3}, min {:.3}, max {:.3}, {:.1}% >= 1",
             s.geomean,
             s.p10,
             s.median,
@@ -203,6 +203,10 @@ fn print_loo(db: &Database, catalog: &Catalog, gpu: &str, op: Op) -> Result<()> 
     );
     let mut worst: Vec<&Holdout> = loo.iter().collect();
     worst.sort_by(|a, b| a.guarded_vs_cublas.total_cmp(&b.guarded_vs_cublas));
+    if worst.first().is_none_or(|h| h.guarded_vs_cublas >= 1.0) {
+        println!("  with the guard, no grid point runs slower than cuBLAS");
+        return Ok(());
+    }
     println!("  where the guard errs most (shape: x cuBLAS with the guard, predicted, regret):");
     for h in worst.iter().take(8).filter(|h| h.guarded_vs_cublas < 1.0) {
         println!(

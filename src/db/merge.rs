@@ -761,6 +761,57 @@ mod tests {
     }
 
     #[test]
+    fn coverage_merges_per_gpu_and_op_keeping_the_newer_run() {
+        use crate::db::{Coverage, CoverageConfig, CoveragePoint};
+        let cov = |gpu: &str, date: &str, ms: f64| Coverage {
+            gpu: gpu.into(),
+            op: Op::Gemm,
+            date: date.into(),
+            tool_version: "0".into(),
+            seed: 1,
+            produced_by: None,
+            configs: vec![CoverageConfig {
+                family: "f".into(),
+                params: Default::default(),
+                checksum: "ab".repeat(32),
+            }],
+            points: vec![CoveragePoint {
+                shape: "8x8x8".into(),
+                cublas_ms: 1.0,
+                ms: vec![ms],
+            }],
+        };
+        let mut a = sample_db();
+        a.upsert_coverage(cov("G1", "2026-11-02T00:00:00Z", 2.0));
+        let mut b = sample_db();
+        b.upsert_coverage(cov("G1", "2026-11-01T00:00:00Z", 3.0));
+        b.upsert_coverage(cov("G2", "2026-11-01T00:00:00Z", 4.0));
+        let (m, report) = Database::merge_all(
+            vec![("a".into(), a.clone()), ("b".into(), b.clone())],
+            MergeOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(m.coverage.len(), 2);
+        assert_eq!(m.coverage("G1", Op::Gemm).unwrap().points[0].ms, vec![2.0]);
+        assert_eq!(m.coverage("G2", Op::Gemm).unwrap().points[0].ms, vec![4.0]);
+        assert!(
+            report
+                .gpu_notes
+                .iter()
+                .any(|n| n.contains("kept the newer one")),
+            "{:?}",
+            report.gpu_notes
+        );
+        // Whatever the order, the newer run stays.
+        let (m, _) = Database::merge_all(
+            vec![("b".into(), b), ("a".into(), a)],
+            MergeOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(m.coverage("G1", Op::Gemm).unwrap().points[0].ms, vec![2.0]);
+    }
+
+    #[test]
     fn merge_into_file_reads_the_output_when_it_is_an_input() {
         let dir = tempfile::tempdir().unwrap();
         let (out, other) = (dir.path().join("out.toml"), dir.path().join("b.toml"));
