@@ -15,7 +15,6 @@ use autotune::product::online::OnlineTuning;
 use autotune::tuning::workload;
 use autotune::{Op, Tuned};
 use cudarc::cublas::{CudaBlas, Gemm};
-use cudarc::driver::CudaContext;
 use std::time::{Duration, Instant};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -29,7 +28,8 @@ fn main() -> Res<()> {
     let count: usize = args[3].parse()?;
     let seed: u64 = args[4].parse()?;
     let budget_ms: u64 = args.get(5).map_or(Ok(2000), |b| b.parse())?;
-    let ctx = CudaContext::new(0)?;
+    // An error value, not a panic, when the driver or the GPU is missing.
+    let ctx = Tuned::context(0)?;
     let stream = ctx.default_stream();
     let mut online = OnlineTuning::new(&args[2]);
     online.budget = Duration::from_millis(budget_ms);

@@ -66,7 +66,8 @@ fn max_rel_diff(x: &[f32], y: &[f32]) -> f64 {
 }
 
 fn main() -> Res<()> {
-    let ctx = CudaContext::new(0)?;
+    // An error value, not a panic, when the driver or the GPU is missing.
+    let ctx = Tuned::context(0)?;
     let stream = ctx.default_stream();
     let tuned = Tuned::from_toml_str(&ctx, DB)?;
     let blas = CudaBlas::new(stream.clone())?;

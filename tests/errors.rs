@@ -271,3 +271,27 @@ fn simulate_names_arch_in_a_hint_when_the_gpu_is_unknown() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert!(!r.stderr.contains("hint:"), "{}", r.stderr);
 }
+
+/// Without the NVIDIA driver a product gets an error value from the runtime, not a panic.
+#[test]
+fn the_runtime_reports_a_missing_driver_as_an_error() {
+    if !common::have_no_gpu() {
+        return;
+    }
+    let got = std::panic::catch_unwind(|| autotune::Tuned::context(0).map(|_| ()));
+    let err = got
+        .expect("Tuned::context panicked without a driver")
+        .expect_err("no driver, yet a context");
+    assert!(
+        matches!(
+            err,
+            autotune::product::runtime::RuntimeError::Device(DeviceError::NoDriver)
+                | autotune::product::runtime::RuntimeError::Device(DeviceError::NoDevice { .. })
+        ),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string().contains("driver") || err.to_string().contains("device"),
+        "{err}"
+    );
+}

@@ -347,6 +347,12 @@ fn export(a: &ExportArgs) -> Result<()> {
     };
     let catalog = Catalog::builtin()?;
     let choice = lookup::lookup(&db, &catalog, &gpu, Some(&arch.to_string()), op, shape);
+    if choice.vendor {
+        eprintln!(
+            "note: for {op} {} the runtime calls cuBLAS (vendor guard); the export holds the kernel it would launch otherwise",
+            shape.label(op)
+        );
+    }
     let family = catalog.get(&choice.family)?;
     if format == Format::Cubin {
         if a.check_compile {

@@ -4,7 +4,7 @@
 //! ```no_run
 //! use autotune::product::runtime::Tuned;
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
-//! let ctx = cudarc::driver::CudaContext::new(0)?;
+//! let ctx = Tuned::context(0)?; // an error, not a panic, without a driver or GPU
 //! let tuned = Tuned::from_toml_str(&ctx, include_str!("../../results/tuning.toml"))?;
 //! let stream = ctx.default_stream();
 //! let (m, n, k) = (512, 512, 512);
@@ -142,6 +142,13 @@ pub struct Tuned {
 }
 
 impl Tuned {
+    /// A CUDA context on GPU `ordinal`, for [`Tuned::new`] and the product's own buffers: an
+    /// error value, never a panic, when the NVIDIA driver (libcuda) is missing or there is no
+    /// such GPU, so that a product can fall back or report it.
+    pub fn context(ordinal: usize) -> Result<Arc<CudaContext>, RuntimeError> {
+        Ok(device::Device::open(ordinal)?.ctx)
+    }
+
     /// Loads the database at `path` for the device of `ctx`.
     pub fn from_path(ctx: &Arc<CudaContext>, path: &Path) -> Result<Tuned, RuntimeError> {
         Self::new(ctx, Database::load(path)?)
