@@ -179,3 +179,67 @@ fn shipped_coverage_predicts_untuned_shapes_without_a_gpu() {
         ],
     );
 }
+
+/// `best` and `export` match `--gpu` as `compare --gpus` and the CSV export do: the exact
+/// name, else the only name containing it, ignoring case; a GPU the database lacks is an error,
+/// or with `--arch` a warning that the answer is for an unseen GPU of that arch.
+#[test]
+fn gpu_names_match_by_one_rule_everywhere() {
+    let db = "results/tuning.toml";
+    let short = ok(&[
+        "best",
+        "--db",
+        db,
+        "--gpu",
+        "h200",
+        "--shape",
+        "2048x2048x2048",
+    ]);
+    assert!(short.contains("on NVIDIA H200 (sm_90)"), "{short}");
+    common::fails_with(
+        &[
+            "best",
+            "--db",
+            db,
+            "--gpu",
+            "nvidia",
+            "--shape",
+            "2048x2048x2048",
+        ],
+        &["nvidia", "NVIDIA H100 80GB HBM3", "NVIDIA H200"],
+    );
+    common::fails_with(
+        &[
+            "best",
+            "--db",
+            db,
+            "--gpu",
+            "Mystery GPU",
+            "--shape",
+            "64x64x64",
+        ],
+        &["--gpu 'Mystery GPU' names no GPU of the database", "--arch"],
+    );
+    let r = run(&[
+        "best",
+        "--db",
+        db,
+        "--gpu",
+        "Mystery GPU",
+        "--arch",
+        "sm_90",
+        "--shape",
+        "64x64x64",
+    ]);
+    assert_eq!(r.code, Some(0), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("no GPU named 'Mystery GPU'") && r.stderr.contains("unseen GPU"),
+        "{}",
+        r.stderr
+    );
+    let csv = ok(&["export", "--format", "csv", "--db", db, "--gpu", "h100"]);
+    assert!(
+        csv.contains("NVIDIA H100 80GB HBM3") && !csv.contains("NVIDIA H200,"),
+        "{csv}"
+    );
+}

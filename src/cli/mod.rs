@@ -256,7 +256,9 @@ struct Target {
 
 impl Target {
     /// Parses the op and shape, loads the database and resolves the GPU and its arch.
-    fn resolve(&self) -> Result<(Op, Shape, Database, String, Option<String>)> {
+    /// The op, shape, database, GPU and arch of a lookup, and a warning to print once it
+    /// succeeded (the GPU is not in the database).
+    fn resolve(&self) -> Result<(Op, Shape, Database, String, Option<String>, Option<String>)> {
         let op: Op = self.op.as_deref().unwrap_or("gemm").parse()?;
         let Some(shape) = &self.shape else {
             bail!(
@@ -265,8 +267,8 @@ impl Target {
         };
         let shape = Shape::parse(op, shape)?;
         let db = Database::load_existing(&self.db)?;
-        let (gpu, arch) = gpu_and_arch(&self.gpu, &self.arch, self.device, &db)?;
-        Ok((op, shape, db, gpu, arch))
+        let (gpu, arch, warning) = gpu_and_arch(&self.gpu, &self.arch, self.device, &db)?;
+        Ok((op, shape, db, gpu, arch, warning))
     }
 }
 
@@ -302,28 +304,50 @@ struct ExportArgs {
     check_with: Option<PathBuf>,
 }
 
-/// The GPU name and arch a lookup is for: `--gpu` or the device's name; `--arch`, else the
+/// The GPU name and arch a lookup is for: `--gpu` (matched as `compare --gpus` matches: exact,
+/// else the only name containing it, ignoring case) or the device's name; `--arch`, else the
 /// database's record of the GPU, else the device's arch.
 fn gpu_and_arch(
     gpu: &Option<String>,
     arch: &Option<String>,
     device: usize,
     db: &Database,
-) -> Result<(String, Option<String>)> {
+) -> Result<(String, Option<String>, Option<String>)> {
+    let arch = arch
+        .clone()
+        .map(|s| s.parse::<Arch>().map(|x| x.to_string()))
+        .transpose()?;
+    let mut warning = None;
     let (gpu, dev_arch) = match gpu {
-        Some(g) => (g.clone(), None),
+        // The one rule of every command that takes --gpu: an exact name, else the only
+        // name containing it, ignoring case.
+        Some(g) => match autotune::report::gpus::resolve_gpu(db, "the database", g) {
+            Ok(name) => (name, None),
+            // A GPU the database has not seen: its arch's entries (or the built-in default)
+            // still answer, when the arch is given; say so rather than pretend it is known.
+            Err(_) if arch.is_some() => {
+                let known: Vec<String> = db.gpus.iter().map(|r| format!("'{}'", r.name)).collect();
+                warning = Some(format!(
+                    "warning: the database has no GPU named '{g}' (it has {}); this answers for an unseen GPU of the given arch",
+                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
+                ));
+                (g.clone(), None)
+            }
+            Err(e) => {
+                return Err(anyhow::Error::new(e).context(format!(
+                    "--gpu '{g}' names no GPU of the database: pass one it has, or --arch sm_XY to ask about an unseen GPU of that arch"
+                )))
+            }
+        },
         None => {
             let dev = Device::open(device).context(advice::NoGpuGiven)?;
             (dev.info.name.clone(), Some(dev.info.arch.to_string()))
         }
     };
     let arch = arch
-        .clone()
-        .map(|s| s.parse::<Arch>().map(|x| x.to_string()))
-        .transpose()?
         .or_else(|| db.gpu(&gpu).map(|g| g.arch.clone()))
         .or(dev_arch);
-    Ok((gpu, arch))
+    Ok((gpu, arch, warning))
 }
 
 /// `autotune export`: the database's choice for one shape as a file a product compiles.
@@ -335,7 +359,7 @@ fn export(a: &ExportArgs) -> Result<()> {
         }
         return databases::export_entries(format, &a.target, a.output.as_deref());
     }
-    let (op, shape, db, gpu, arch) = a.target.resolve()?;
+    let (op, shape, db, gpu, arch, warning) = a.target.resolve()?;
     let Some(arch) = arch else {
         bail!("the arch of GPU '{gpu}' is unknown (it is not in {}): pass --arch sm_XY, e.g. sm_90 for an H100/H200", a.target.db.display());
     };
@@ -347,12 +371,6 @@ fn export(a: &ExportArgs) -> Result<()> {
     };
     let catalog = Catalog::builtin()?;
     let choice = lookup::lookup(&db, &catalog, &gpu, Some(&arch.to_string()), op, shape);
-    if choice.vendor {
-        eprintln!(
-            "note: for {op} {} the runtime calls cuBLAS (vendor guard); the export holds the kernel it would launch otherwise",
-            shape.label(op)
-        );
-    }
     let family = catalog.get(&choice.family)?;
     if format == Format::Cubin {
         if a.check_compile {
@@ -376,6 +394,9 @@ fn export(a: &ExportArgs) -> Result<()> {
             nvrtc::nvrtc_version()?,
             c.cubin.len()
         );
+        if let Some(w) = warning {
+            eprintln!("{w}");
+        }
         return Ok(());
     }
     let text = match format {
@@ -419,16 +440,28 @@ fn export(a: &ExportArgs) -> Result<()> {
         }
         None => print!("{text}"),
     }
+    if choice.vendor {
+        eprintln!(
+            "note: for {op} {} the runtime calls cuBLAS (vendor guard); the header holds the kernel it would launch otherwise",
+            shape.label(op)
+        );
+    }
+    if let Some(w) = warning {
+        eprintln!("{w}");
+    }
     Ok(())
 }
 
 /// `autotune best`: the lookup a product makes, explained.
 fn best(a: &BestArgs) -> Result<()> {
-    let (op, shape, db, gpu, arch) = a.target.resolve()?;
+    let (op, shape, db, gpu, arch, warning) = a.target.resolve()?;
     let catalog = Catalog::builtin()?;
     let choice = lookup::lookup(&db, &catalog, &gpu, arch.as_deref(), op, shape);
     if a.json {
         println!("{}", serde_json::to_string_pretty(&choice)?);
+        if let Some(w) = warning {
+            eprintln!("{w}");
+        }
         return Ok(());
     }
     println!(
@@ -474,6 +507,9 @@ fn best(a: &BestArgs) -> Result<()> {
             "warning: passed over the {} entry {} {} on {}: {}; re-tune {op} {} to refresh it",
             s.rule, s.family, s.shape, s.gpu, s.freshness, s.shape
         );
+    }
+    if let Some(w) = warning {
+        eprintln!("{w}");
     }
     Ok(())
 }
