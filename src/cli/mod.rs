@@ -258,7 +258,7 @@ impl Target {
     /// Parses the op and shape, loads the database and resolves the GPU and its arch.
     /// The op, shape, database, GPU and arch of a lookup, and a warning to print once it
     /// succeeded (the GPU is not in the database).
-    fn resolve(&self) -> Result<(Op, Shape, Database, String, Option<String>, Option<String>)> {
+    fn resolve(&self) -> Result<Resolved> {
         let op: Op = self.op.as_deref().unwrap_or("gemm").parse()?;
         let Some(shape) = &self.shape else {
             bail!(
@@ -268,8 +268,26 @@ impl Target {
         let shape = Shape::parse(op, shape)?;
         let db = Database::load_existing(&self.db)?;
         let (gpu, arch, warning) = gpu_and_arch(&self.gpu, &self.arch, self.device, &db)?;
-        Ok((op, shape, db, gpu, arch, warning))
+        Ok(Resolved {
+            op,
+            shape,
+            db,
+            gpu,
+            arch,
+            warning,
+        })
     }
+}
+
+/// What [`Target::resolve`] found.
+struct Resolved {
+    op: Op,
+    shape: Shape,
+    db: Database,
+    gpu: String,
+    arch: Option<String>,
+    /// Printed once the command succeeded.
+    warning: Option<String>,
 }
 
 #[derive(Debug, clap::Args)]
@@ -359,7 +377,14 @@ fn export(a: &ExportArgs) -> Result<()> {
         }
         return databases::export_entries(format, &a.target, a.output.as_deref());
     }
-    let (op, shape, db, gpu, arch, warning) = a.target.resolve()?;
+    let Resolved {
+        op,
+        shape,
+        db,
+        gpu,
+        arch,
+        warning,
+    } = a.target.resolve()?;
     let Some(arch) = arch else {
         bail!("the arch of GPU '{gpu}' is unknown (it is not in {}): pass --arch sm_XY, e.g. sm_90 for an H100/H200", a.target.db.display());
     };
@@ -454,7 +479,14 @@ fn export(a: &ExportArgs) -> Result<()> {
 
 /// `autotune best`: the lookup a product makes, explained.
 fn best(a: &BestArgs) -> Result<()> {
-    let (op, shape, db, gpu, arch, warning) = a.target.resolve()?;
+    let Resolved {
+        op,
+        shape,
+        db,
+        gpu,
+        arch,
+        warning,
+    } = a.target.resolve()?;
     let catalog = Catalog::builtin()?;
     let choice = lookup::lookup(&db, &catalog, &gpu, arch.as_deref(), op, shape);
     if a.json {
