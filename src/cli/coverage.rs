@@ -45,6 +45,10 @@ pub(super) struct CoverArgs {
     /// Do not write the database.
     #[arg(long)]
     no_save: bool,
+    /// Keep this GPU's coverage in the database and its portfolio, and add the shapes of the
+    /// grid it lacks (e.g. --grid configs/coverage/gemm-unaligned.toml): no pool search.
+    #[arg(long)]
+    extend: bool,
     /// No GPU: print the leave-one-out check of the coverage the database holds for --gpu.
     #[arg(long, requires = "gpu")]
     loo: bool,
@@ -77,6 +81,19 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         Database::check_writable(&a.db)?;
     }
     let dev = Device::open(a.device)?;
+    let base = if a.extend {
+        let db = Database::load(&a.db)?;
+        match db.coverage(&dev.info.name, op) {
+            Some(c) => Some(c.clone()),
+            None => bail!(
+                "--extend: {} has no {op} coverage for {} to extend: run `autotune cover --op {op}` first",
+                a.db.display(),
+                dev.info.name
+            ),
+        }
+    } else {
+        None
+    };
     // This GPU's winners of exhaustive tunes seed the portfolio (fastest first, current only).
     let mut seeds: Vec<autotune::family::space::Config> = Vec::new();
     {
@@ -123,9 +140,11 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     };
     let cache = nvrtc::Cache::new();
     let start = std::time::Instant::now();
-    let cov = cover::cover(&dev, &catalog, &cache, &grid, &opts, &|line: &str| {
-        eprintln!("{line}")
-    })?;
+    let note = |line: &str| eprintln!("{line}");
+    let cov = match &base {
+        Some(base) => cover::extend(&dev, &catalog, &cache, &grid, base, &opts, &note)?,
+        None => cover::cover(&dev, &catalog, &cache, &grid, &opts, &note)?,
+    };
     eprintln!("cover: measured in {:.1} s", start.elapsed().as_secs_f64());
     let rec = dev.info.record(&nvrtc::nvrtc_version()?);
     let db = if a.no_save {

@@ -15,7 +15,7 @@ use crate::cuda::device::Device;
 use crate::cuda::isolate::WorkerSettings;
 use crate::cuda::nvrtc::{self, DiskCache};
 use crate::db::{Coverage, CoverageConfig, CoveragePoint, Producer};
-use crate::family::catalog::Catalog;
+use crate::family::catalog::{Catalog, Freshness};
 use crate::family::space::Config;
 use crate::measure::timing::TimingSettings;
 use crate::problem::{Op, Shape};
@@ -96,6 +96,14 @@ pub enum CoverError {
     /// The search strategy could not be made.
     #[error(transparent)]
     Search(#[from] crate::search::SearchError),
+    /// A coverage to extend was measured with another version of a family.
+    #[error("{coverage} was measured with another version of family {family}: measure it anew rather than extend it")]
+    Stale {
+        /// The coverage.
+        coverage: String,
+        /// The changed family.
+        family: String,
+    },
     /// No config ran on any pool shape.
     #[error(
         "no config of the {0} families ran on any pool shape: nothing to build a portfolio from"
@@ -328,11 +336,7 @@ pub fn cover(
     let pool_shapes = grid.pool();
     let mut pool = Vec::new();
     for (i, &shape) in pool_shapes.iter().enumerate() {
-        let mut strategy =
-            crate::search::by_name("model-guided", opts.seed).map_err(|e| CoverError::Grid {
-                path: "model-guided".into(),
-                message: e.to_string(),
-            })?;
+        let mut strategy = crate::search::by_name("model-guided", opts.seed)?;
         let topts = TuneOptions {
             seed: opts.seed,
             timing: opts.timing,
@@ -398,7 +402,16 @@ pub fn cover(
             crate::family::space::params_label(&c.params)
         ));
     }
-    let points = measure_grid(dev, catalog, cache, grid, &portfolio, opts, progress)?;
+    let points = measure_grid(
+        dev,
+        catalog,
+        cache,
+        op,
+        &grid.shapes(),
+        &portfolio,
+        opts,
+        progress,
+    )?;
     let configs = portfolio
         .iter()
         .map(|c| CoverageConfig {
@@ -428,18 +441,71 @@ pub fn cover(
     })
 }
 
-/// Times every `portfolio` config on every grid shape (0 where it fails), beside cuBLAS.
-fn measure_grid(
+/// Adds the shapes of `grid` that `base` lacks to `base` (a coverage of this GPU), timing its
+/// portfolio there: the portfolio and the points it has stay, so a grid can grow (e.g. by
+/// shapes of another kind) without a new pool search. Every config of `base` must be current
+/// (its family unchanged since), or the old and new times would be of different kernels.
+pub fn extend(
     dev: &Device,
     catalog: &Catalog,
     cache: &nvrtc::Cache,
     grid: &Grid,
+    base: &Coverage,
+    opts: &CoverOptions,
+    progress: &dyn CoverProgress,
+) -> Result<Coverage, CoverError> {
+    let op = grid.op;
+    nvrtc::check_arch(dev.info.arch)?;
+    if let Some(stale) = base
+        .configs
+        .iter()
+        .find(|c| catalog.freshness(&c.family, &c.checksum) != Freshness::Current)
+    {
+        return Err(CoverError::Stale {
+            coverage: base.describe(),
+            family: stale.family.clone(),
+        });
+    }
+    let have: Vec<Shape> = base.points.iter().filter_map(|p| p.shape(op)).collect();
+    let shapes: Vec<Shape> = grid
+        .shapes()
+        .into_iter()
+        .filter(|s| !have.contains(s))
+        .collect();
+    let portfolio: Vec<Config> = base
+        .configs
+        .iter()
+        .map(|c| Config {
+            family: c.family.clone(),
+            params: c.params.clone(),
+        })
+        .collect();
+    progress.note(&format!(
+        "extending {} ({} points) by {} new grid shapes",
+        base.describe(),
+        base.points.len(),
+        shapes.len()
+    ));
+    let points = measure_grid(dev, catalog, cache, op, &shapes, &portfolio, opts, progress)?;
+    let mut out = base.clone();
+    out.points.extend(points);
+    out.date = utc_now_rfc3339();
+    out.tool_version = env!("CARGO_PKG_VERSION").to_string();
+    Ok(out)
+}
+
+/// Times every `portfolio` config on every shape (0 where it fails), beside cuBLAS.
+#[allow(clippy::too_many_arguments)]
+fn measure_grid(
+    dev: &Device,
+    catalog: &Catalog,
+    cache: &nvrtc::Cache,
+    op: Op,
+    shapes: &[Shape],
     portfolio: &[Config],
     opts: &CoverOptions,
     progress: &dyn CoverProgress,
 ) -> Result<Vec<CoveragePoint>, CoverError> {
-    let op = grid.op;
-    let shapes = grid.shapes();
     let mut points = Vec::new();
     for (i, &shape) in shapes.iter().enumerate() {
         let run_err = |source| CoverError::Run {
@@ -552,6 +618,15 @@ mod tests {
             assert!(pool.iter().any(|s| s.m == *m), "no pool shape with M = {m}");
         }
         assert!(pool.iter().all(|s| shapes.contains(s)));
+        let odd = Grid::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/configs/coverage/gemm-unaligned.toml"
+        )))
+        .unwrap();
+        assert!(odd
+            .shapes()
+            .iter()
+            .all(|s| s.n % 2 == 1 && s.k % 2 == 1 && !shapes.contains(s)));
         let v = Grid::builtin(Op::Gemv).unwrap();
         assert!(v.shapes().iter().all(|s| s.n == 1));
         assert!(!v.pool().is_empty());
