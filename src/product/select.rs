@@ -69,7 +69,7 @@ impl Ranking {
 
 struct Point {
     shape: Shape,
-    log: [f64; 4],
+    log: [f64; 3],
     cublas_ms: f64,
     cublas_residual: f64,
     /// Per config: `ln(t / b)`, or `None` where it failed or cannot be modelled.
@@ -93,25 +93,16 @@ struct Usable {
     family: Option<crate::family::catalog::Family>,
 }
 
-/// How far apart two shapes are when one has 16-byte aligned rows and the other not, in the
-/// units of `dist2` (log-size squared): one grid step (a factor 4) on one axis. The kernels
-/// copy 16 bytes at a time only where the rows of A (K) and B (N) allow it, so an unaligned
-/// shape is predicted first from unaligned neighbours, where the grid has them.
-const ALIGNMENT_STEP: f64 = 1.921_812_055_672_806; // ln(4)^2
-
-/// A point in prediction space: log M, log N, log K, and whether rows are 16-byte aligned.
-fn log_shape(s: Shape) -> [f64; 4] {
-    let aligned = s.n.is_multiple_of(4) && s.k.is_multiple_of(4);
+fn log_shape(s: Shape) -> [f64; 3] {
     [
         (s.m.max(1) as f64).ln(),
         (s.n.max(1) as f64).ln(),
         (s.k.max(1) as f64).ln(),
-        if aligned { 0.0 } else { 1.0 },
     ]
 }
 
-fn dist2(a: &[f64; 4], b: &[f64; 4]) -> f64 {
-    (0..3).map(|i| (a[i] - b[i]).powi(2)).sum::<f64>() + ALIGNMENT_STEP * (a[3] - b[3]).abs()
+fn dist2(a: &[f64; 3], b: &[f64; 3]) -> f64 {
+    (0..3).map(|i| (a[i] - b[i]).powi(2)).sum()
 }
 
 /// What the machine reaches at best on `shape`: the roofline, plus a launch.
@@ -528,19 +519,6 @@ mod tests {
             doubt: 0.5,
         };
         assert!(none.prefers_cublas());
-    }
-
-    #[test]
-    fn unaligned_shapes_are_a_grid_step_away_from_aligned_ones() {
-        let at = |m, n, k| log_shape(Shape { m, n, k });
-        let (aligned, odd) = (at(1024, 1024, 1024), at(1023, 1023, 1023));
-        assert!(dist2(&odd, &aligned) > ALIGNMENT_STEP);
-        // An odd query is nearer an odd point than an aligned one of about the same size.
-        let q = at(1000, 999, 1001);
-        assert!(dist2(&q, &odd) < dist2(&q, &aligned));
-        // N or K unaligned is enough; M does not set the row alignment.
-        assert_eq!(at(1023, 1024, 1024)[3], 0.0);
-        assert_eq!(at(1024, 1024, 1022)[3], 1.0);
     }
 
     #[test]
