@@ -174,10 +174,9 @@ impl Choice {
             ),
             (None, None) => "no evidence".to_string(),
         };
-        format!(
-            "{op} {}: cuBLAS (vendor guard: {why}); otherwise {line}",
-            shape.label(op)
-        )
+        let prefix = format!("{op} {}: ", shape.label(op));
+        let otherwise = line.strip_prefix(&prefix).unwrap_or(&line);
+        format!("{prefix}cuBLAS (vendor guard: {why}); otherwise {otherwise}")
     }
 
     fn describe_config(&self, op: Op, shape: Shape) -> String {
@@ -519,6 +518,41 @@ mod tests {
         assert_eq!(c.rule, Rule::Exact);
         assert_eq!(c.params["BM"], 128);
         assert_eq!(c.distance, 0.0);
+    }
+
+    #[test]
+    fn the_vendor_guard_calls_cublas_where_the_exact_entry_lost_to_it() {
+        let mut db = db();
+        db.upsert(entry("H100", Op::Gemm, "512x512x512", 64, 1.2));
+        let guarded = |db: &Database, s: &str, opts: LookupOptions| {
+            lookup_with(
+                db,
+                &cat(),
+                "H100",
+                Some("sm_90"),
+                Op::Gemm,
+                shape(s),
+                opts,
+                None,
+            )
+        };
+        // The fixture's entries ran at 0.9x cuBLAS: the guard calls cuBLAS there...
+        let lost = guarded(&db, "4096x4096x4096", LookupOptions::default());
+        assert!(lost.vendor && lost.rule == Rule::Exact, "{lost:?}");
+        assert!(lost
+            .describe(Op::Gemm, shape("4096x4096x4096"))
+            .contains("cuBLAS (vendor guard: measured 0.900x"));
+        // ...not where the entry beat cuBLAS, and never when turned off.
+        assert!(!guarded(&db, "512x512x512", LookupOptions::default()).vendor);
+        let off = LookupOptions {
+            vendor_guard: false,
+            ..LookupOptions::default()
+        };
+        assert!(!guarded(&db, "4096x4096x4096", off).vendor);
+        // Nearest-shape choices carry no evidence about cuBLAS here: no guard.
+        let near = guarded(&db, "1500x1500x1500", LookupOptions::default());
+        assert!(near.rule == Rule::Nearest && !near.vendor, "{near:?}");
+        assert!(!guarded(&db, "4096x4096x4096", LookupOptions::nearest_only()).vendor);
     }
 
     #[test]
