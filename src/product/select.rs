@@ -150,9 +150,22 @@ impl Selector {
             let Some(shape) = p.shape(cov.op) else {
                 continue;
             };
+            // A database checks these; a record built in code might not: an unusable time
+            // (missing, 0, negative, not finite) marks the config failed there.
+            let ms: Vec<f64> = (0..sel.configs.len())
+                .map(|i| {
+                    p.ms.get(i)
+                        .copied()
+                        .filter(|t| t.is_finite() && *t > 0.0)
+                        .unwrap_or(0.0)
+                })
+                .collect();
+            if !(p.cublas_ms.is_finite() && p.cublas_ms > 0.0) {
+                continue;
+            }
             let residual = (0..sel.configs.len())
                 .map(|i| {
-                    let t = p.ms[i];
+                    let t = ms[i];
                     let b = sel.basis(i, shape)?;
                     (t > 0.0).then(|| (t / b).ln())
                 })
@@ -163,7 +176,7 @@ impl Selector {
                 cublas_ms: p.cublas_ms,
                 cublas_residual: (p.cublas_ms / roofline_ms(cov.op, shape, &machine)).ln(),
                 residual,
-                ms: p.ms.clone(),
+                ms,
             });
         }
         Ok(sel)
@@ -519,6 +532,25 @@ mod tests {
             doubt: 0.5,
         };
         assert!(none.prefers_cublas());
+    }
+
+    #[test]
+    fn a_record_built_in_code_with_bad_times_never_panics() {
+        let cat = Catalog::builtin().unwrap();
+        let (mut cov, _) = coverage(&cat);
+        cov.points[0].ms.truncate(1);
+        cov.points[1].ms = vec![f64::NAN, -1.0, 5.0];
+        cov.points[2].cublas_ms = 0.0;
+        let sel = Selector::new(&cov, &h100(), &cat).unwrap();
+        assert_eq!(sel.points(), 14);
+        assert!(sel
+            .rank(Shape {
+                m: 16,
+                n: 16,
+                k: 16
+            })
+            .is_some());
+        assert_eq!(sel.leave_one_out().len(), 14);
     }
 
     #[test]
