@@ -9,7 +9,7 @@
 //! cudarc's order, so nothing changes for users who set nothing. A chosen library that cannot
 //! be loaded is an error: never a fallback to another NVRTC.
 //!
-//! The library is loaded once per process and never unloaded; [`get`] hands out the function
+//! The library is loaded once per process and never unloaded; `get` hands out the function
 //! pointers, wrapped in safe calls.
 
 use super::nvrtc::CompileError;
