@@ -125,9 +125,23 @@ fn device_and_run_errors_carry_data_not_advice() {
         oldest: Some(75),
     });
     assert!(
-        msg.contains("NVRTC 12") && msg.contains("nvidia-cuda-nvrtc-cu12"),
+        msg.contains("NVRTC 12")
+            && msg.contains("nvidia-cuda-nvrtc-cu12")
+            && msg.contains("AUTOTUNE_NVRTC"),
         "{msg}"
     );
+    // The variable that chooses NVRTC is the caller's too: the errors name it and what to set.
+    let msg = plain(CompileError::NvrtcChoice {
+        value: "/opt/cuda-12/lib64/libnvrtc.so.12".into(),
+        tried: "no such file or directory".into(),
+    });
+    assert!(
+        msg.contains("AUTOTUNE_NVRTC=/opt/cuda-12/lib64/libnvrtc.so.12")
+            && msg.contains("no such file"),
+        "{msg}"
+    );
+    let msg = plain(CompileError::NvrtcMissing);
+    assert!(msg.contains("AUTOTUNE_NVRTC"), "{msg}");
 }
 
 #[test]

@@ -387,6 +387,8 @@ fn option_cases(cases: &mut Vec<Case>) {
         cases.push(
             case(format!("missing NVRTC [{what}]"), line, error(&nvrtc))
                 .env("LD_LIBRARY_PATH", "$DIR")
+                // Empty is unset: one in the caller's environment would choose an NVRTC.
+                .env("AUTOTUNE_NVRTC", "")
                 .needs(Needs::NoSystemNvrtc),
         );
     }

@@ -5,20 +5,24 @@
 //! * sm_61 (GTX 1080 Ti) with NVRTC 12, from the directory in `AUTOTUNE_NVRTC12_DIR`
 //!   (NVRTC 13 dropped archs older than sm_75).
 //!
-//! cudarc loads libnvrtc once per process and tries `libnvrtc.so.13` before `.so.12`, so each
-//! arch is compiled in its own `autotune` process whose `LD_LIBRARY_PATH` holds only that one
-//! directory. `scripts/test.sh` installs both NVRTC wheels and sets the variables. When one is
-//! unset or its directory is missing, the test prints `skipped: <reason>` and passes, unless
+//! NVRTC is loaded once per process, so each arch is compiled in its own `autotune` process
+//! whose `LD_LIBRARY_PATH` holds only that one directory (and `AUTOTUNE_NVRTC` is emptied, so
+//! the loader's search decides). The `AUTOTUNE_NVRTC` tests put both directories on
+//! `LD_LIBRARY_PATH`, NVRTC 13 first, and choose NVRTC 12 with the variable: by file names
+//! alone the loader takes `libnvrtc.so.13` whatever the directory order.
+//!
+//! `scripts/test.sh` installs both NVRTC wheels and sets the variables. When one is unset or
+//! its directory is missing, the test prints `skipped: <reason>` and passes, unless
 //! `AUTOTUNE_REQUIRE_NVRTC=1` (set in CI), which turns the skip into a failure.
 
 mod common;
 
 use autotune::family::catalog::Catalog;
 use autotune::problem::Op;
-use common::{nvrtc_dir, Run, H200_DB};
+use common::{check_error, nvrtc_dir, Run, H200_DB};
 use serde_json::Value;
 use std::collections::BTreeSet;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 /// The shape each op's families are compiled for.
 fn shape_for(op: Op) -> &'static str {
@@ -46,10 +50,14 @@ fn ops_with_families() -> Vec<(Op, BTreeSet<String>)> {
         .collect()
 }
 
-/// Runs `autotune args` with `LD_LIBRARY_PATH` set to `lib_dir` only.
+/// Runs `autotune args` with `LD_LIBRARY_PATH` set to `lib_dir` only (and `AUTOTUNE_NVRTC`
+/// empty, which is unset: one in the caller's environment does not choose for the test).
 fn autotune(lib_dir: &Path, args: &[&str]) -> Run {
     let lib_dir = lib_dir.to_str().expect("a UTF-8 library directory");
-    common::run_env(args, &[("LD_LIBRARY_PATH", lib_dir)])
+    common::run_env(
+        args,
+        &[("LD_LIBRARY_PATH", lib_dir), ("AUTOTUNE_NVRTC", "")],
+    )
 }
 
 /// [`autotune`], which must succeed: a failure shows the command, the library path and the end
@@ -385,4 +393,147 @@ fn dry_run_over_a_suite_compiles_each_kernel_once() {
     assert_eq!(reports[0]["compiled_now"], 3, "{}", r.stdout);
     assert_eq!(planned(&reports[1]), 3);
     assert_eq!(reports[1]["compiled_now"], 0, "{}", r.stdout);
+}
+
+/// Both wheels' directories on `LD_LIBRARY_PATH`, NVRTC 13 first: `(dir13, dir12, path)`, or
+/// `None` after a skip (a failure under `AUTOTUNE_REQUIRE_NVRTC=1`).
+fn both_nvrtcs() -> Option<(PathBuf, PathBuf, String)> {
+    let dir13 = nvrtc_dir("AUTOTUNE_NVRTC13_DIR")?;
+    let dir12 = nvrtc_dir("AUTOTUNE_NVRTC12_DIR")?;
+    let path = format!("{}:{}", dir13.display(), dir12.display());
+    Some((dir13, dir12, path))
+}
+
+/// A dry run of gemm_tiled on 64x64x64 for `arch` as JSON, with `env` set: the run and its
+/// report (`Null` when stdout is not one).
+fn small_dry_run(arch: &str, env: &[(&str, &str)]) -> (Run, Value) {
+    let args = [
+        "--shape",
+        "64x64x64",
+        "--family",
+        "gemm_tiled",
+        "--dry-run",
+        "--arch",
+        arch,
+        "--json",
+    ];
+    let r = common::run_env(&args, env);
+    let report = serde_json::from_str(&r.stdout).unwrap_or(Value::Null);
+    (r, report)
+}
+
+/// Issue 19: with NVRTC 13 and 12 both on `LD_LIBRARY_PATH` (13 first), `AUTOTUNE_NVRTC`
+/// naming NVRTC 12 (its directory, or its file) compiles for sm_61 with NVRTC 12, and the run
+/// says which library it loaded.
+#[test]
+fn autotune_nvrtc_chooses_nvrtc_12_over_13_on_the_library_path() {
+    let Some((_, dir12, path)) = both_nvrtcs() else {
+        return;
+    };
+    let lib12 = dir12.join("libnvrtc.so.12");
+    let lib12_s = lib12.to_str().expect("a UTF-8 library path");
+    let dir12_s = dir12.to_str().expect("a UTF-8 library directory");
+    for chosen in [dir12_s, lib12_s] {
+        let env = [
+            ("LD_LIBRARY_PATH", path.as_str()),
+            ("AUTOTUNE_NVRTC", chosen),
+        ];
+        let (r, report) = small_dry_run("sm_61", &env);
+        assert!(r.success(), "{}", r.context());
+        let nvrtc = report["nvrtc"].as_str().unwrap_or("");
+        assert!(nvrtc.starts_with("12."), "NVRTC {nvrtc:?}: {}", r.context());
+        assert_eq!(report["nvrtc_library"], lib12_s, "{}", r.context());
+        assert_eq!(report["families"][0]["compiled"], 3, "{}", r.context());
+    }
+    // The table's header line names the version and the library too.
+    let args = [
+        "--shape",
+        "64x64x64",
+        "--family",
+        "gemm_tiled",
+        "--dry-run",
+        "--arch",
+        "sm_61",
+    ];
+    let r = common::run_env(
+        &args,
+        &[
+            ("LD_LIBRARY_PATH", path.as_str()),
+            ("AUTOTUNE_NVRTC", dir12_s),
+        ],
+    );
+    assert!(r.success(), "{}", r.context());
+    let header = r.stdout.lines().next().unwrap_or("");
+    assert!(
+        header.starts_with("dry run: gemm 64x64x64 for sm_61 with NVRTC 12.")
+            && header.ends_with(&format!("({lib12_s})")),
+        "{}",
+        r.context()
+    );
+}
+
+/// Without `AUTOTUNE_NVRTC`, the same library path loads NVRTC 13 (cudarc's file-name order,
+/// whatever the directory order): sm_90 compiles with it, and sm_61 is refused with the advice
+/// to set `AUTOTUNE_NVRTC` to NVRTC 12.
+#[test]
+fn without_autotune_nvrtc_the_library_path_loads_nvrtc_13() {
+    let Some((dir13, _, path)) = both_nvrtcs() else {
+        return;
+    };
+    let env = [("LD_LIBRARY_PATH", path.as_str()), ("AUTOTUNE_NVRTC", "")];
+    let (r, report) = small_dry_run("sm_90", &env);
+    assert!(r.success(), "{}", r.context());
+    let nvrtc = report["nvrtc"].as_str().unwrap_or("");
+    assert!(nvrtc.starts_with("13."), "NVRTC {nvrtc:?}: {}", r.context());
+    // The loader's path is the real one (`/proc/self/maps`); the variable's may go through a
+    // symbolic link (scripts/test.sh's `.venv`).
+    let real = |p: &Path| std::fs::canonicalize(p).unwrap_or_else(|_| p.to_path_buf());
+    let library = PathBuf::from(report["nvrtc_library"].as_str().unwrap_or(""));
+    assert_eq!(
+        library.parent().map(real),
+        Some(real(&dir13)),
+        "the loaded library is not the NVRTC 13 wheel's: {}",
+        r.context()
+    );
+    let (r, _) = small_dry_run("sm_61", &env);
+    check_error(
+        &r,
+        &[
+            "NVRTC 13",
+            "sm_61",
+            "NVRTC 12",
+            "AUTOTUNE_NVRTC",
+            "libnvrtc.so.12",
+        ],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+}
+
+/// `AUTOTUNE_NVRTC` naming a missing file, or a directory without libnvrtc, is a one-line
+/// error naming it, with no fallback to the NVRTC on `LD_LIBRARY_PATH`. Needs no NVRTC: the
+/// wheels go on the library path when the variables name them, to show that none is taken.
+#[test]
+fn autotune_nvrtc_naming_a_missing_library_is_an_error() {
+    let path = ["AUTOTUNE_NVRTC13_DIR", "AUTOTUNE_NVRTC12_DIR"]
+        .iter()
+        .filter_map(|v| std::env::var(v).ok())
+        .filter(|d| !d.is_empty())
+        .collect::<Vec<_>>()
+        .join(":");
+    let tmp = tempfile::tempdir().expect("a temporary directory");
+    let missing = tmp.path().join("cuda-12/lib64/libnvrtc.so.12");
+    let missing = missing.to_str().expect("a UTF-8 temporary path");
+    let empty = tmp.path().to_str().expect("a UTF-8 temporary path");
+    for (chosen, why) in [
+        (missing, "no such file or directory"),
+        (empty, "no libnvrtc.so"),
+    ] {
+        let env = [
+            ("LD_LIBRARY_PATH", path.as_str()),
+            ("AUTOTUNE_NVRTC", chosen),
+        ];
+        let (r, _) = small_dry_run("sm_61", &env);
+        check_error(&r, &[&format!("AUTOTUNE_NVRTC={chosen}"), why])
+            .unwrap_or_else(|e| panic!("{e}"));
+    }
 }

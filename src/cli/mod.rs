@@ -67,9 +67,12 @@ struct Args {
     #[arg(long)]
     json: bool,
     /// Enumerate, prune, instantiate and compile every candidate for --arch without a GPU.
+    /// NVRTC is the library $AUTOTUNE_NVRTC names (a file, or a directory holding
+    /// libnvrtc.so.N), else the libnvrtc the dynamic loader finds (NVRTC 13 before 12).
     #[arg(long)]
     dry_run: bool,
-    /// Target arch for --dry-run, e.g. sm_90 (H100/H200), sm_89 (RTX 4060), sm_61 (GTX 1080 Ti).
+    /// Target arch for --dry-run, e.g. sm_90 (H100/H200), sm_89 (RTX 4060), sm_61 (GTX 1080 Ti;
+    /// needs NVRTC 12: AUTOTUNE_NVRTC=/path/to/libnvrtc.so.12).
     #[arg(long)]
     arch: Option<String>,
     /// Tune only this family (repeatable); default: every family of the op.
@@ -312,8 +315,8 @@ struct ExportArgs {
     /// Write the header to this file instead of stdout.
     #[arg(long, short)]
     output: Option<PathBuf>,
-    /// Before writing, check that the header compiles with NVRTC for the arch (needs NVRTC on
-    /// LD_LIBRARY_PATH, no GPU); nothing is written when it does not.
+    /// Before writing, check that the header compiles with NVRTC for the arch (needs NVRTC: on
+    /// LD_LIBRARY_PATH, or the library $AUTOTUNE_NVRTC names; no GPU); nothing is written when it does not.
     #[arg(long)]
     check_compile: bool,
     /// With --check-compile: compile this file's text followed by the header, in one
@@ -416,7 +419,7 @@ fn export(a: &ExportArgs) -> Result<()> {
             path.display(),
             choice.describe(op, shape),
             source.kernel_name,
-            nvrtc::nvrtc_version()?,
+            nvrtc::describe()?,
             c.cubin.len()
         );
         if let Some(w) = warning {
@@ -453,7 +456,7 @@ fn export(a: &ExportArgs) -> Result<()> {
             } else {
                 ""
             },
-            nvrtc::nvrtc_version()?,
+            nvrtc::describe()?,
             c.cubin.len(),
             c.compile_ms
         );

@@ -198,6 +198,10 @@ pub(super) fn run(args: &Args) -> Result<()> {
         top: args.top,
     };
     let cache = nvrtc::Cache::new();
+    // Which NVRTC compiles (AUTOTUNE_NVRTC chooses); when it is missing, tuning says so.
+    if let Ok(which) = nvrtc::describe() {
+        eprintln!("compiling with NVRTC {which}");
+    }
     let tune_on = |d: usize, part: &[Shape]| {
         session::tune_shapes(d, part, &catalog, &cache, &session, &printer).map_err(|e| match e {
             // The database's own error, so that `advise` finds it and adds the --db advice.

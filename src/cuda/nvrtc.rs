@@ -2,14 +2,16 @@
 //!
 //! Kernels are compiled for the real arch (`--gpu-architecture=sm_XY`) and loaded as cubin, so
 //! the driver does no JIT at load time, and a newer NVRTC than the driver still works.
+//!
+//! Which libnvrtc is loaded: `AUTOTUNE_NVRTC` when set, else the first of cudarc's candidate
+//! names the dynamic loader finds ([`super::nvrtc_lib`]); [`library`] says which it was.
 
+use super::nvrtc_lib::{self, CallError};
 use crate::family::catalog::Source;
 use crate::gpu::Arch;
-use cudarc::nvrtc::result as nvrtc;
-use cudarc::nvrtc::sys;
 use rayon::prelude::*;
 use std::collections::HashMap;
-use std::ffi::{CStr, CString};
+use std::ffi::CString;
 use std::sync::atomic::{AtomicBool, AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::Instant;
@@ -18,8 +20,24 @@ use std::time::Instant;
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum CompileError {
     /// libnvrtc could not be loaded.
-    #[error("the NVRTC library (libnvrtc.so) was not found: install NVRTC from CUDA 12 or 13 (e.g. `pip install nvidia-cuda-nvrtc` for CUDA 13, or `nvidia-cuda-nvrtc-cu12` for CUDA 12, which is needed for sm_61) and put its lib directory on LD_LIBRARY_PATH")]
+    #[error("the NVRTC library (libnvrtc.so) was not found: install NVRTC from CUDA 12 or 13 (e.g. `pip install nvidia-cuda-nvrtc` for CUDA 13, or `nvidia-cuda-nvrtc-cu12` for CUDA 12, which is needed for sm_61) and put its lib directory on LD_LIBRARY_PATH, or set AUTOTUNE_NVRTC to the library file")]
     NvrtcMissing,
+    /// The library `AUTOTUNE_NVRTC` names could not be loaded (no other is tried).
+    #[error("AUTOTUNE_NVRTC={value}: {tried}; set AUTOTUNE_NVRTC to an NVRTC 12 or 13 library file (e.g. /usr/local/cuda-12/lib64/libnvrtc.so.12) or the directory holding it, or unset it to load the libnvrtc found on LD_LIBRARY_PATH")]
+    NvrtcChoice {
+        /// The variable's value.
+        value: String,
+        /// What was tried and why it failed.
+        tried: String,
+    },
+    /// The library loaded as NVRTC lacks a function this program calls.
+    #[error("{library} is not a usable NVRTC: {reason}; use NVRTC from CUDA 12 or 13 (set AUTOTUNE_NVRTC to its library file, or put its lib directory on LD_LIBRARY_PATH)")]
+    NvrtcUnusable {
+        /// The library that was loaded.
+        library: String,
+        /// What is missing.
+        reason: String,
+    },
     /// The loaded NVRTC cannot target the arch.
     #[error("NVRTC {nvrtc} cannot compile for {arch} (it supports {supported}): {}", nvrtc_to_use(*arch, *oldest))]
     UnsupportedArch {
@@ -69,51 +87,38 @@ pub struct Compiled {
     pub compile_ms: f64,
 }
 
-fn ensure_nvrtc() -> Result<(), CompileError> {
-    // cudarc panics when it cannot load libnvrtc: check first.
-    if unsafe { sys::is_culib_present() } {
-        Ok(())
-    } else {
-        Err(CompileError::NvrtcMissing)
+/// An NVRTC call outside compiling a kernel failed.
+fn internal(e: CallError) -> CompileError {
+    CompileError::Internal {
+        kernel: String::new(),
+        step: e.step,
+        code: e.code,
     }
+}
+
+/// The NVRTC library that was loaded (loading it on first use): the path of the file, or the
+/// name the dynamic loader was given when its path cannot be found. Which one is loaded:
+/// `AUTOTUNE_NVRTC` when set, a library file or a directory holding `libnvrtc.so.N`, else the
+/// first of cudarc's candidate names (`libnvrtc.so`, ..., `libnvrtc.so.13`, `libnvrtc.so.12`,
+/// ...) that the loader finds.
+pub fn library() -> Result<String, CompileError> {
+    Ok(nvrtc_lib::get()?.library().to_string())
 }
 
 /// The loaded NVRTC's version as `major.minor`.
 pub fn nvrtc_version() -> Result<String, CompileError> {
-    ensure_nvrtc()?;
-    let (mut major, mut minor) = (0, 0);
-    // SAFETY: the library is loaded and both out-pointers are valid.
-    let rc = unsafe { sys::nvrtcVersion(&mut major, &mut minor) };
-    if rc != sys::nvrtcResult::NVRTC_SUCCESS {
-        return Err(CompileError::Internal {
-            kernel: String::new(),
-            step: "nvrtcVersion",
-            code: format!("{rc:?}"),
-        });
-    }
+    let (major, minor) = nvrtc_lib::get()?.version().map_err(internal)?;
     Ok(format!("{major}.{minor}"))
+}
+
+/// The loaded NVRTC's version and library, for messages: `13.0 (/path/libnvrtc.so.13)`.
+pub fn describe() -> Result<String, CompileError> {
+    Ok(format!("{} ({})", nvrtc_version()?, library()?))
 }
 
 /// The archs the loaded NVRTC can target, as numbers (e.g. 75, 80, 90).
 pub fn supported_archs() -> Result<Vec<u32>, CompileError> {
-    ensure_nvrtc()?;
-    let internal = |step, rc: sys::nvrtcResult| CompileError::Internal {
-        kernel: String::new(),
-        step,
-        code: format!("{rc:?}"),
-    };
-    let mut n = 0;
-    // SAFETY: library loaded; valid out-pointer.
-    let rc = unsafe { sys::nvrtcGetNumSupportedArchs(&mut n) };
-    if rc != sys::nvrtcResult::NVRTC_SUCCESS {
-        return Err(internal("nvrtcGetNumSupportedArchs", rc));
-    }
-    let mut archs = vec![0i32; n.max(0) as usize];
-    // SAFETY: `archs` has room for the `n` entries NVRTC reported.
-    let rc = unsafe { sys::nvrtcGetSupportedArchs(archs.as_mut_ptr()) };
-    if rc != sys::nvrtcResult::NVRTC_SUCCESS {
-        return Err(internal("nvrtcGetSupportedArchs", rc));
-    }
+    let archs = nvrtc_lib::get()?.supported_archs().map_err(internal)?;
     Ok(archs.into_iter().map(|a| a.max(0) as u32).collect())
 }
 
@@ -140,7 +145,7 @@ pub fn check_arch(arch: Arch) -> Result<(), CompileError> {
 /// library a program loads is the caller's to install, whatever the program is.
 fn nvrtc_to_use(arch: Arch, oldest: Option<u32>) -> &'static str {
     match oldest {
-        Some(oldest) if arch.number() < oldest => "NVRTC 13 dropped archs older than sm_75; for a GTX 1080 Ti (sm_61) use NVRTC 12 (pip install nvidia-cuda-nvrtc-cu12) with its lib directory first on LD_LIBRARY_PATH",
+        Some(oldest) if arch.number() < oldest => "NVRTC 13 dropped archs older than sm_75; for a GTX 1080 Ti (sm_61) use NVRTC 12 (pip install nvidia-cuda-nvrtc-cu12) and set AUTOTUNE_NVRTC to its library file or lib directory (e.g. AUTOTUNE_NVRTC=/usr/local/cuda-12/lib64/libnvrtc.so.12): the order of directories on LD_LIBRARY_PATH does not choose between NVRTC 12 and 13",
         _ => "use a newer NVRTC",
     }
 }
@@ -179,19 +184,10 @@ fn knows_minimal(version: &str) -> bool {
     (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (12, 4)
 }
 
-struct Program(sys::nvrtcProgram);
-
-impl Drop for Program {
-    fn drop(&mut self) {
-        // SAFETY: created by create_program and destroyed only here.
-        let _ = unsafe { nvrtc::destroy_program(self.0) };
-    }
-}
-
 /// Compiles one kernel to cubin for `arch`. Call [`check_arch`] once first for a clear
 /// message when the arch is unsupported.
 pub fn compile(source: &Source, arch: Arch) -> Result<Compiled, CompileError> {
-    ensure_nvrtc()?;
+    let nvrtc = nvrtc_lib::get()?;
     let start = Instant::now();
     let kernel = source.kernel_name.clone();
     let internal = |step: &'static str, code: String| CompileError::Internal {
@@ -199,26 +195,17 @@ pub fn compile(source: &Source, arch: Arch) -> Result<Compiled, CompileError> {
         step,
         code,
     };
+    let call = |e: CallError| internal(e.step, e.code);
     let src = CString::new(source.code.as_bytes())
         .map_err(|_| internal("create (source has a NUL byte)", String::new()))?;
     let name = CString::new(format!("{}.cu", source.kernel_name))
         .map_err(|_| internal("create (name has a NUL byte)", String::new()))?;
-    let prog = Program(
-        nvrtc::create_program(&src, Some(&name))
-            .map_err(|e| internal("nvrtcCreateProgram", format!("{e:?}")))?,
-    );
+    let prog = nvrtc.create_program(&src, &name).map_err(call)?;
     let opts = options(arch);
-    // SAFETY: `prog` is a live program.
-    if let Err(e) = unsafe { nvrtc::compile_program(prog.0, &opts) } {
-        // SAFETY: as above.
-        let log = unsafe { nvrtc::get_program_log(prog.0) }
-            .map(|raw| {
-                // SAFETY: NVRTC's log is NUL-terminated.
-                unsafe { CStr::from_ptr(raw.as_ptr()) }
-                    .to_string_lossy()
-                    .into_owned()
-            })
-            .unwrap_or_else(|_| format!("(no log; status {e:?})"));
+    if let Err(e) = prog.compile(&opts) {
+        let log = prog
+            .log()
+            .unwrap_or_else(|_| format!("(no log; status {})", e.code));
         return Err(CompileError::Failed {
             kernel: source.kernel_name.clone(),
             arch,
@@ -226,18 +213,7 @@ pub fn compile(source: &Source, arch: Arch) -> Result<Compiled, CompileError> {
             log: log.trim().to_string(),
         });
     }
-    let mut size = 0usize;
-    // SAFETY: compiled program, valid out-pointer.
-    let rc = unsafe { sys::nvrtcGetCUBINSize(prog.0, &mut size) };
-    if rc != sys::nvrtcResult::NVRTC_SUCCESS {
-        return Err(internal("nvrtcGetCUBINSize", format!("{rc:?}")));
-    }
-    let mut cubin = vec![0u8; size];
-    // SAFETY: `cubin` has the size NVRTC reported.
-    let rc = unsafe { sys::nvrtcGetCUBIN(prog.0, cubin.as_mut_ptr().cast()) };
-    if rc != sys::nvrtcResult::NVRTC_SUCCESS {
-        return Err(internal("nvrtcGetCUBIN", format!("{rc:?}")));
-    }
+    let cubin = prog.cubin().map_err(call)?;
     Ok(Compiled {
         kernel_name: source.kernel_name.clone(),
         arch,

@@ -147,11 +147,12 @@ pub fn dry_run_table(r: &DryRunReport) -> String {
         ]);
     }
     let mut out = format!(
-        "dry run: {} {} for {} with NVRTC {}\n",
+        "dry run: {} {} for {} with NVRTC {} ({})\n",
         r.op,
         r.shape.label(r.op),
         r.arch,
-        r.nvrtc
+        r.nvrtc,
+        r.nvrtc_library
     );
     out.push_str(&t.render());
     for f in &r.families {

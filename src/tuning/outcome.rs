@@ -175,6 +175,8 @@ pub struct DryRunReport {
     pub arch: String,
     /// The NVRTC version used.
     pub nvrtc: String,
+    /// The NVRTC library that was loaded (its path, or the name the loader was given).
+    pub nvrtc_library: String,
     /// Per family.
     pub families: Vec<DryRunFamily>,
     /// Kernels NVRTC compiled for this shape (the rest came from the cache).

@@ -490,6 +490,7 @@ pub fn dry_run(
     let limits = Limits::for_arch(arch.number() as i64).ok_or(TuneError::UnknownArch { arch })?;
     let (counts, planned) = plan(catalog, op, shape, &limits, families)?;
     let nvrtc = nvrtc::nvrtc_version()?;
+    let nvrtc_library = nvrtc::library()?;
     nvrtc::check_arch(arch)?;
     let sources: Vec<Source> = planned.iter().map(|p| p.source.clone()).collect();
     progress.start(Phase::Compile, sources.len() as u64);
@@ -530,6 +531,7 @@ pub fn dry_run(
         shape,
         arch: arch.to_string(),
         nvrtc,
+        nvrtc_library,
         families,
         compiled_now: sources.len() - (cache.hits() - hits_before),
         wall_s: start.elapsed().as_secs_f64(),
