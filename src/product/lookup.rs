@@ -10,8 +10,9 @@
 //! 5. **default**: a built-in config per op that is reasonable on any GPU.
 //!
 //! The **vendor guard** (on unless [`LookupOptions::vendor_guard`] is off) then looks at the
-//! evidence of rules 1 and 2: when the exact entry was slower than cuBLAS, or the prediction
-//! is not clearly faster than cuBLAS's ([`crate::product::select::GUARD_MARGIN`]), the choice
+//! evidence of rules 1 and 2: when the exact entry was slower than cuBLAS, or some grid
+//! neighbour of the prediction says it is not clearly faster than cuBLAS
+//! ([`crate::product::select::GUARD_MARGIN`]), the choice
 //! says to call cuBLAS ([`Choice::vendor`]); the config stays in the choice for `explain` and
 //! the exports. The other rules carry no evidence about cuBLAS on this shape.
 //!

@@ -11,7 +11,8 @@
 //! [`NEIGHBOURS`] grid points nearest `s` in log-shape space (where `c` ran), weighted by
 //! `1 / (d^2 + EPS)`. cuBLAS is predicted the same way from a roofline estimate
 //! (`max(flops / peak, bytes / bandwidth)` plus a launch). The config with the smallest
-//! predicted time wins; the vendor guard compares it with cuBLAS's prediction.
+//! predicted time wins; the vendor guard keeps it only if every neighbour alone predicts it at
+//! most [`GUARD_MARGIN`] of cuBLAS's time ([`Ranking::doubt`]).
 //!
 //! [`Selector::leave_one_out`] checks the rule on the grid itself: each point is predicted
 //! from the others and the choice's real time there is compared with the best of the
@@ -115,9 +116,6 @@ fn roofline_ms(op: Op, shape: Shape, machine: &Machine) -> f64 {
 /// Why a coverage record cannot be used for prediction.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum SelectError {
-    /// The database has no record of the coverage's GPU, so the model has no figures.
-    #[error("{0}: the database has no [[gpu]] record of that GPU, so its figures are unknown")]
-    NoGpu(String),
     /// The GPU record names an arch the model does not know.
     #[error("{0}: arch {1} is not one this build knows")]
     Arch(String, String),
