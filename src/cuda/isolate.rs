@@ -77,7 +77,7 @@ enum Reply {
 }
 
 /// Runs a worker on `input`/`output` until the input ends, and returns the process exit code.
-/// After a fatal error it answers [`Reply::Fatal`] and returns at once: the CUDA context may be
+/// After a fatal error it answers `Reply::Fatal` and returns at once: the CUDA context may be
 /// unusable, so the caller should exit without running destructors (`std::process::exit`).
 pub fn serve(input: impl BufRead, mut output: impl Write) -> i32 {
     let mut send = |r: &Reply| -> bool {

@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 /// Evaluates candidates in the order of their model estimate ([`Candidate::estimate_ms`],
 /// fastest first; candidates without one last, in list order), except that the model's
 /// favourite of every family comes first, so a family the model misjudges as a whole is still
-/// seen early ([`family_leaders_first`]). With [`ModelGuided::refine`],
+/// seen early (`family_leaders_first`). With [`ModelGuided::refine`],
 /// after the first [`ModelGuided::warmup`] proposals every second one is instead an untried
 /// neighbour of the best candidate measured so far (one parameter changed, or the nearest in
 /// rank distance where constraints leave fewer than six such; best estimate first), so a model that is right about the region but wrong about the exact point still
