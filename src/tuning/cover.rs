@@ -512,17 +512,6 @@ fn measure_grid(
             shape: shape.label(op),
             source,
         };
-        let kernels: Vec<_> = portfolio
-            .iter()
-            .map(|c| {
-                catalog
-                    .get(&c.family)
-                    .ok()
-                    .and_then(|f| f.kernel(c, shape, &dev.info.limits).ok())
-            })
-            .collect();
-        let sources: Vec<_> = kernels.iter().flatten().map(|k| k.source.clone()).collect();
-        let mut compiled = nvrtc::compile_all(&sources, dev.info.arch, cache, &|_| {}).into_iter();
         let mut eval = Evaluator::open(
             dev,
             op,
@@ -533,20 +522,13 @@ fn measure_grid(
         )
         .map_err(run_err)?;
         let (cublas, _) = eval.baseline().map_err(run_err)?;
-        let mut ms = Vec::with_capacity(portfolio.len());
-        for k in &kernels {
-            let t = match k {
-                None => 0.0,
-                Some(k) => match compiled.next().as_deref() {
-                    Some(Ok(c)) => match eval.evaluate(c, k.launch, None).map_err(run_err)? {
-                        Ok(m) => m.stats.median_ms,
-                        Err(_) => 0.0,
-                    },
-                    _ => 0.0,
-                },
-            };
-            ms.push(t);
-        }
+        // A config that fails here is recorded as 0: the predictor never uses it nearby.
+        let ms: Vec<f64> = eval
+            .time_configs(dev, catalog, cache, shape, portfolio)
+            .map_err(run_err)?
+            .into_iter()
+            .map(|t| t.unwrap_or(0.0))
+            .collect();
         let best = ms
             .iter()
             .copied()

@@ -236,20 +236,6 @@ fn evaluate_one(
             }
         }
     }
-    let kernels: Vec<Result<_, String>> = configs
-        .iter()
-        .map(|c| {
-            let family = catalog.get(&c.family).map_err(|e| e.to_string())?;
-            family
-                .kernel(c, shape, &dev.info.limits)
-                .map_err(|e| e.to_string())
-        })
-        .collect();
-    let sources: Vec<_> = kernels
-        .iter()
-        .filter_map(|k| k.as_ref().ok().map(|k| k.source.clone()))
-        .collect();
-    let mut compiled = nvrtc::compile_all(&sources, dev.info.arch, cache, &|_| {}).into_iter();
     let mut eval = Evaluator::open(
         dev,
         op,
@@ -260,21 +246,9 @@ fn evaluate_one(
     )
     .map_err(run_err)?;
     let (cublas, _) = eval.baseline().map_err(run_err)?;
-    let mut times: Vec<Result<f64, String>> = Vec::new();
-    for k in &kernels {
-        let t = match k {
-            Err(e) => Err(e.clone()),
-            Ok(k) => match compiled.next().as_deref() {
-                Some(Ok(c)) => match eval.evaluate(c, k.launch, None).map_err(run_err)? {
-                    Ok(m) => Ok(m.stats.median_ms),
-                    Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),
-                },
-                Some(Err(e)) => Err(e.to_string()),
-                None => Err("not compiled".into()),
-            },
-        };
-        times.push(t);
-    }
+    let times = eval
+        .time_configs(dev, catalog, cache, shape, &configs)
+        .map_err(run_err)?;
     drop(eval);
     let mut best: Option<(f64, String)> = None;
     let mut consider = |t: f64, what: String| {

@@ -5,8 +5,9 @@
 use crate::cuda::bench::{Bench, RunError};
 use crate::cuda::device::Device;
 use crate::cuda::isolate::{Isolated, WorkerSettings};
-use crate::cuda::nvrtc::Compiled;
-use crate::family::space::Launch;
+use crate::cuda::nvrtc::{self, Compiled};
+use crate::family::catalog::Catalog;
+use crate::family::space::{Config, Launch};
 use crate::measure::outcome::{Failure, Measured};
 use crate::measure::timing::{Stats, TimingSettings};
 use crate::problem::{Op, Shape};
@@ -85,6 +86,48 @@ impl<'d> Evaluator<'d> {
             },
             Evaluator::Isolated(w) => w.check(compiled, launch),
         }
+    }
+
+    /// Compiles each of `configs` for `shape` (the shape this evaluator was opened for) on
+    /// `dev`, through `cache`, then validates and times it: its median time, or why it did
+    /// not run (unknown family, no launch for the shape, compile error, failed validation).
+    pub fn time_configs(
+        &mut self,
+        dev: &Device,
+        catalog: &Catalog,
+        cache: &nvrtc::Cache,
+        shape: Shape,
+        configs: &[Config],
+    ) -> Result<Vec<Result<f64, String>>, RunError> {
+        let kernels: Vec<Result<_, String>> = configs
+            .iter()
+            .map(|c| {
+                let family = catalog.get(&c.family).map_err(|e| e.to_string())?;
+                family
+                    .kernel(c, shape, &dev.info.limits)
+                    .map_err(|e| e.to_string())
+            })
+            .collect();
+        let sources: Vec<_> = kernels
+            .iter()
+            .filter_map(|k| k.as_ref().ok().map(|k| k.source.clone()))
+            .collect();
+        let mut compiled = nvrtc::compile_all(&sources, dev.info.arch, cache, &|_| {}).into_iter();
+        let mut times = Vec::with_capacity(configs.len());
+        for k in &kernels {
+            times.push(match k {
+                Err(e) => Err(e.clone()),
+                Ok(k) => match compiled.next().as_deref() {
+                    Some(Ok(c)) => match self.evaluate(c, k.launch, None)? {
+                        Ok(m) => Ok(m.stats.median_ms),
+                        Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),
+                    },
+                    Some(Err(e)) => Err(e.to_string()),
+                    None => Err("not compiled".into()),
+                },
+            });
+        }
+        Ok(times)
     }
 
     /// Worker processes replaced so far.
