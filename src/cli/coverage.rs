@@ -291,13 +291,8 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
         (None, Some(count)) => {
             let op: Op = a.op.parse()?;
             let gpu = dev.info.name.clone();
-            let grid: Vec<_> = db
-                .coverage(&gpu, op)
-                .map(|c| c.points.iter().filter_map(|p| p.shape(op)).collect())
-                .unwrap_or_default();
             // Shapes this GPU was tuned on, or that its coverage grid measured, are not drawn.
-            let tuned =
-                |s: &autotune::problem::Shape| db.get(&gpu, op, *s).is_some() || grid.contains(s);
+            let tuned = |s: &autotune::problem::Shape| db.measured(&gpu, op, *s);
             (op, workload::random_problems(op, count, a.seed, &tuned)?)
         }
         (None, None) => bail!("give --random N or --shapes FILE"),

@@ -718,6 +718,19 @@ also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, f
     }
 
     #[test]
+    fn measured_means_an_entry_or_a_coverage_point_of_that_gpu() {
+        let db = coverage_db();
+        let g = "NVIDIA H100 80GB HBM3";
+        let s = |t: &str| Shape::parse(Op::Gemm, t).unwrap();
+        assert!(db.measured(g, Op::Gemm, s("64x64x64")));
+        assert!(db.measured(g, Op::Gemm, s("1x64x4096")));
+        assert!(!db.measured(g, Op::Gemm, s("65x64x64")));
+        assert!(!db.measured("NVIDIA H200", Op::Gemm, s("64x64x64")));
+        let e = &db.entries[0];
+        assert!(db.measured(&e.gpu, e.op, e.shape()));
+    }
+
+    #[test]
     fn broken_coverage_is_refused_naming_the_record() {
         let text = coverage_db().to_toml_string().unwrap();
         for (from, to, want) in [

@@ -253,6 +253,15 @@ impl Database {
         self.coverage.iter().find(|c| c.gpu == gpu && c.op == op)
     }
 
+    /// Whether `gpu` measured `op` on `shape`: it has an entry, or its coverage grid holds the
+    /// shape. What "shapes nobody tuned" leaves out.
+    pub fn measured(&self, gpu: &str, op: Op, shape: Shape) -> bool {
+        self.get(gpu, op, shape).is_some()
+            || self
+                .coverage(gpu, op)
+                .is_some_and(|c| c.points.iter().any(|p| p.shape(op) == Some(shape)))
+    }
+
     /// Adds `cov`, or replaces the coverage of the same GPU and op and returns the old one.
     pub fn upsert_coverage(&mut self, cov: Coverage) -> Option<Coverage> {
         if let Some(old) = self
