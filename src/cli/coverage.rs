@@ -81,9 +81,10 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         Database::check_writable(&a.db)?;
     }
     let dev = Device::open(a.device)?;
+    // Read once before the run: the coverage to extend and the winners that seed the portfolio.
+    let before = Database::load(&a.db)?;
     let base = if a.extend {
-        let db = Database::load(&a.db)?;
-        match db.coverage(&dev.info.name, op) {
+        match before.coverage(&dev.info.name, op) {
             Some(c) => Some(c.clone()),
             None => bail!(
                 "--extend: {} has no {op} coverage for {} to extend: run `autotune cover --op {op}` first",
@@ -97,8 +98,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     // This GPU's winners of exhaustive tunes seed the portfolio (fastest first, current only).
     let mut seeds: Vec<autotune::family::space::Config> = Vec::new();
     {
-        let db = Database::load(&a.db)?;
-        let mut entries: Vec<_> = db
+        let mut entries: Vec<_> = before
             .entries
             .iter()
             .filter(|e| {
