@@ -45,7 +45,8 @@ impl OnlineTuning {
         TimingSettings {
             warmup: 1,
             min_samples: 5,
-            max_samples: 20,
+            // Short kernels (10 us) fit 50 samples well inside the budget; their medians need them.
+            max_samples: 50,
             budget_ms: 10.0,
             flush_l2: true,
         }

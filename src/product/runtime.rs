@@ -567,14 +567,18 @@ impl Tuned {
         }
     }
 
-    /// What online tuning tries: the coverage's ranking, else the configs of this GPU's
-    /// entries nearest the shape; the lookup's choice first when neither has it.
+    /// What online tuning tries: half from the coverage's ranking (measured configs, the
+    /// best predicted first), half from the whole spaces as the performance model orders
+    /// them for this shape (each family's leader first), so the online search can find a
+    /// config the portfolio lacks; without coverage, the configs of this GPU's entries
+    /// nearest the shape, the lookup's choice first when they lack it.
     fn online_candidates(
         &self,
         op: Op,
         shape: Shape,
         n: usize,
     ) -> Vec<crate::family::space::Config> {
+        let n = n.max(1);
         let mut out: Vec<crate::family::space::Config> = Vec::new();
         if let Some(r) = self.selector(op).and_then(|s| {
             let ranking = s.rank(shape)?;
@@ -583,10 +587,19 @@ impl Tuned {
                     .configs
                     .iter()
                     .filter_map(|p| s.config(p.index).cloned())
+                    .take(n.div_ceil(2))
                     .collect::<Vec<_>>(),
             )
         }) {
             out = r;
+            for c in self.model_ranked(op, shape) {
+                if out.len() >= n {
+                    break;
+                }
+                if !out.contains(&c) {
+                    out.push(c);
+                }
+            }
         }
         if out.is_empty() {
             let db = self.db.read().unwrap_or_else(|p| p.into_inner());
@@ -613,6 +626,30 @@ impl Tuned {
         }
         out.truncate(n.max(1));
         out
+    }
+
+    /// Every config of `op`'s families valid on `shape`, in the performance model's order
+    /// for this GPU, each family's best first (empty when no family has one).
+    fn model_ranked(&self, op: Op, shape: Shape) -> Vec<crate::family::space::Config> {
+        use crate::search::{family_leaders_first, model_order};
+        let limits = &self.info.limits;
+        let Ok((_, planned)) = crate::tuning::plan::plan(&self.catalog, op, shape, limits, &[])
+        else {
+            return Vec::new();
+        };
+        let machine = crate::tuning::model::Machine::for_device(&self.info);
+        let space = crate::tuning::model::candidates(
+            &self.catalog,
+            planned.iter().map(|p| (&p.config, &p.launch)),
+            op,
+            shape,
+            limits,
+            &machine,
+        );
+        family_leaders_first(&space, model_order(&space))
+            .into_iter()
+            .map(|i| planned[i].config.clone())
+            .collect()
     }
 
     /// The cubin of `source`: disk cache, then NVRTC (storing it).

@@ -28,7 +28,7 @@ mod rng;
 pub use annealing::Annealing;
 pub use exhaustive::Exhaustive;
 pub use genetic::Genetic;
-pub use model_guided::{model_order, ModelGuided};
+pub use model_guided::{family_leaders_first, model_order, ModelGuided};
 pub use random::Random;
 pub use rng::Rng;
 
