@@ -114,7 +114,13 @@ struct Usable {
 /// Where a shape lies for interpolation: its log sizes, then whether the rows of B (and C)
 /// and of A are 16-byte multiples, scaled by [`ALIGN_WEIGHT`].
 fn log_shape(s: Shape) -> [f64; 5] {
-    let misaligned = |d: u64| if d % 4 == 0 { 0.0 } else { ALIGN_WEIGHT };
+    let misaligned = |d: u64| {
+        if d.is_multiple_of(4) {
+            0.0
+        } else {
+            ALIGN_WEIGHT
+        }
+    };
     [
         (s.m.max(1) as f64).ln(),
         (s.n.max(1) as f64).ln(),
