@@ -12,7 +12,8 @@
 #   NCU=1 profiles the gemm winner of NCU_SHAPE and cuBLAS's SGEMM with Nsight Compute.
 #   CROSS=1 runs every GPU's winner of CROSS_SUITE here (`autotune cross`) into
 #   $OUT/portability.json (starting from results/portability.json) and portability.md.
-#   COVER="gemm gemv" measures those ops' coverage grids (`autotune cover`) into the database.
+#   COVER="gemm gemv" measures those ops' coverage grids (`autotune cover`) into the database;
+#   COVER_EXTEND="configs/coverage/gemm-unaligned.toml" then adds those grids (of the same op).
 #   EVALUATE="gemm:50 gemv:30" runs `autotune evaluate` on that many seeded random shapes per op
 #   (EVAL_SEED, EVAL_ARGS), writing $OUT/evaluate-<op>.md; ONLINE=N tries online tuning on N shapes.
 set -uo pipefail
@@ -107,6 +108,17 @@ for op in ${COVER:-}; do
     echo "== cover $op: $((SECONDS - start)) s"
     grep -E "^cover:|^portfolio|^leave-one-out|^  [a-z]|^Error" "$OUT/cover-$op.log"
   } | tee -a "$OUT/summary.txt"
+  # Further grids of this op (COVER_EXTEND, e.g. configs/coverage/gemm-unaligned.toml) are
+  # added with the portfolio just chosen.
+  for grid in ${COVER_EXTEND:-}; do
+    grep -q "^op = \"$op\"" "$grid" || continue
+    start=$SECONDS
+    .gpu/autotune cover --op "$op" --db "$DB" --extend --grid "$grid" ${COVER_ARGS:-} >"$OUT/cover-$op-$(basename "$grid" .toml).log" 2>&1 || status=1
+    {
+      echo "== cover $op --extend $grid: $((SECONDS - start)) s"
+      grep -E "^cover:|^leave-one-out|^  [a-z]|^Error" "$OUT/cover-$op-$(basename "$grid" .toml).log"
+    } | tee -a "$OUT/summary.txt"
+  done
 done
 for spec in ${EVALUATE:-}; do
   op=${spec%%:*}; count=${spec##*:}
