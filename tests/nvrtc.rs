@@ -21,14 +21,23 @@ use autotune::family::catalog::Catalog;
 use autotune::problem::Op;
 use common::{check_error, nvrtc_dir, Run, H200_DB};
 use serde_json::Value;
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The shape each op's families are compiled for.
-fn shape_for(op: Op) -> &'static str {
+/// The shapes each op's families are compiled for: a square one, and for gemm shapes with few
+/// rows or few columns, where the GEMV-shaped families (gemm_small_m, gemm_small_n) offer
+/// their spaces (16x2048x16: the one-warp blocks gemm_small_m keeps for K < 32). A kernel's
+/// source does not depend on the shape, so the dry run compiles each config once, whatever the
+/// number of shapes that plan it.
+fn shapes_for(op: Op) -> &'static [&'static str] {
     match op {
-        Op::Gemm => "2048x2048x2048",
-        Op::Gemv => "4096x4096",
+        Op::Gemm => &[
+            "2048x2048x2048",
+            "16x2048x2048",
+            "2048x16x2048",
+            "16x2048x16",
+        ],
+        Op::Gemv => &["4096x4096"],
     }
 }
 
@@ -88,120 +97,175 @@ fn tail(s: &str, n: usize) -> &str {
 /// problem description per thing that went wrong (empty when all compiled).
 fn compile_everything(arch: &str, lib_dir: &Path, nvrtc_major: &str) -> Vec<String> {
     let mut problems = Vec::new();
+    let tmp = tempfile::tempdir().expect("a temporary directory");
     for (op, families) in ops_with_families() {
-        let shape = shape_for(op);
-        let args = [
-            "--op",
-            op.name(),
-            "--shape",
-            shape,
-            "--dry-run",
-            "--arch",
-            arch,
-            "--json",
-        ];
+        let shapes = shapes_for(op);
+        let suite = tmp.path().join(format!("{}.toml", op.name()));
+        let list = shapes
+            .iter()
+            .map(|s| format!("\"{s}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        std::fs::write(
+            &suite,
+            format!("op = \"{}\"\nshapes = [{list}]\n", op.name()),
+        )
+        .expect("writing the suite");
+        let suite = suite.to_str().expect("a UTF-8 temporary path");
+        let args = ["--suite", suite, "--dry-run", "--arch", arch, "--json"];
         let r = autotune(lib_dir, &args);
         let what = format!(
-            "autotune {} (LD_LIBRARY_PATH={})",
+            "autotune {} (shapes {list}; LD_LIBRARY_PATH={})",
             args.join(" "),
             lib_dir.display()
         );
-        let report: Value = match serde_json::from_str(&r.stdout) {
-            Ok(v) => v,
-            Err(e) => {
+        let reports: Vec<Value> = match serde_json::Deserializer::from_str(&r.stdout)
+            .into_iter::<Value>()
+            .collect::<Result<Vec<Value>, _>>()
+        {
+            Ok(v) if v.len() == shapes.len() => v,
+            parsed => {
                 problems.push(format!(
-                    "{what}: exit {:?}, stdout is not the JSON report ({e})\nstderr:\n{}\nstdout:\n{}",
+                    "{what}: exit {:?}, stdout is not one JSON report per shape ({})\nstderr:\n{}\nstdout:\n{}",
                     r.code,
+                    match parsed {
+                        Ok(v) => format!("{} reports", v.len()),
+                        Err(e) => e.to_string(),
+                    },
                     tail(&r.stderr, 4000),
                     tail(&r.stdout, 2000)
                 ));
                 continue;
             }
         };
-        let mut problem = |p: String| problems.push(format!("{what}: {p}"));
         if !r.success() {
-            problem(format!(
-                "exit {:?}, stderr:\n{}",
+            problems.push(format!(
+                "{what}: exit {:?}, stderr:\n{}",
                 r.code,
                 tail(&r.stderr, 2000)
             ));
         }
-        if report["op"] != op.name() {
-            problem(format!("report op is {}", report["op"]));
-        }
-        if report["arch"] != arch {
-            problem(format!("report arch is {}", report["arch"]));
-        }
-        let nvrtc = report["nvrtc"].as_str().unwrap_or("");
-        if !nvrtc.starts_with(&format!("{nvrtc_major}.")) {
-            problem(format!(
-                "compiled with NVRTC {nvrtc:?}, expected NVRTC {nvrtc_major}.x: another libnvrtc is found before {}",
-                lib_dir.display()
-            ));
-        }
-        let Some(rows) = report["families"].as_array() else {
-            problem(format!("no `families` array in {report}"));
-            continue;
+        let want = Expected {
+            op,
+            arch,
+            nvrtc_major,
+            lib_dir,
+            families: &families,
         };
-        let mut seen = BTreeSet::new();
-        let mut summary = Vec::new();
-        for row in rows {
-            let family = row["count"]["family"].as_str().unwrap_or("?").to_string();
-            let total = row["count"]["total"].as_u64().unwrap_or(0);
-            let valid = row["count"]["valid"].as_u64().unwrap_or(0);
-            let compiled = row["compiled"].as_u64().unwrap_or(0);
-            let failed = row["failed"].as_array().cloned().unwrap_or_default();
-            summary.push(format!(
-                "{family}: {total} configs, {valid} valid, {compiled} compiled, {} failed",
-                failed.len()
-            ));
-            if valid == 0 {
-                problem(format!(
-                    "family {family} has no valid config for {arch} (rejected_by: {})",
-                    row["count"]["rejected_by"]
+        // Valid configs per family over all the shapes: each family must have some.
+        let mut valid_anywhere: BTreeMap<String, u64> = BTreeMap::new();
+        for report in &reports {
+            let shape = report["shape"].to_string();
+            let mut problem = |p: String| problems.push(format!("{what}, shape {shape}: {p}"));
+            check_report(report, &want, &mut valid_anywhere, &mut problem);
+        }
+        for (family, valid) in &valid_anywhere {
+            if *valid == 0 {
+                problems.push(format!(
+                    "{what}: family {family} has no valid config for {arch} on any shape"
                 ));
-            }
-            if valid > total {
-                problem(format!("family {family}: valid {valid} > total {total}"));
-            }
-            if compiled != valid {
-                problem(format!(
-                    "family {family}: {compiled} of {valid} valid configs compiled"
-                ));
-            }
-            for f in failed.iter().take(3) {
-                problem(format!(
-                    "family {family}: {} failed to compile:\n{}",
-                    f[0].as_str().unwrap_or("?"),
-                    tail(f[1].as_str().unwrap_or(""), 1500)
-                ));
-            }
-            if failed.len() > 3 {
-                problem(format!(
-                    "family {family}: {} more compile failures",
-                    failed.len() - 3
-                ));
-            }
-            if !seen.insert(family.clone()) {
-                problem(format!("family {family} is reported twice"));
             }
         }
-        let missing: Vec<_> = families.difference(&seen).collect();
-        if !missing.is_empty() {
-            problem(format!("families missing from the report: {missing:?}"));
-        }
-        let extra: Vec<_> = seen.difference(&families).collect();
-        if !extra.is_empty() {
-            problem(format!("unknown families in the report: {extra:?}"));
-        }
-        println!(
-            "{} {shape} for {arch} with NVRTC {nvrtc} in {:.1} s: {}",
-            op.name(),
-            report["wall_s"].as_f64().unwrap_or(0.0),
-            summary.join("; ")
-        );
     }
     problems
+}
+
+/// What every dry-run report of one op and arch must say.
+struct Expected<'a> {
+    op: Op,
+    arch: &'a str,
+    nvrtc_major: &'a str,
+    lib_dir: &'a Path,
+    /// The op's built-in families.
+    families: &'a BTreeSet<String>,
+}
+
+/// Checks one shape's dry-run report against `want`: the op, arch and NVRTC it names, and for
+/// each family that it was reported once and compiled every valid config (whose count is added
+/// to `valid_anywhere`); `problem` receives what is wrong.
+fn check_report(
+    report: &Value,
+    want: &Expected,
+    valid_anywhere: &mut BTreeMap<String, u64>,
+    problem: &mut dyn FnMut(String),
+) {
+    let Expected {
+        op,
+        arch,
+        nvrtc_major,
+        lib_dir,
+        families,
+    } = *want;
+    if report["op"] != op.name() {
+        problem(format!("report op is {}", report["op"]));
+    }
+    if report["arch"] != arch {
+        problem(format!("report arch is {}", report["arch"]));
+    }
+    let nvrtc = report["nvrtc"].as_str().unwrap_or("");
+    if !nvrtc.starts_with(&format!("{nvrtc_major}.")) {
+        problem(format!(
+            "compiled with NVRTC {nvrtc:?}, expected NVRTC {nvrtc_major}.x: another libnvrtc is found before {}",
+            lib_dir.display()
+        ));
+    }
+    let Some(rows) = report["families"].as_array() else {
+        problem(format!("no `families` array in {report}"));
+        return;
+    };
+    let mut seen = BTreeSet::new();
+    let mut summary = Vec::new();
+    for row in rows {
+        let family = row["count"]["family"].as_str().unwrap_or("?").to_string();
+        let total = row["count"]["total"].as_u64().unwrap_or(0);
+        let valid = row["count"]["valid"].as_u64().unwrap_or(0);
+        let compiled = row["compiled"].as_u64().unwrap_or(0);
+        let failed = row["failed"].as_array().cloned().unwrap_or_default();
+        summary.push(format!(
+            "{family}: {total} configs, {valid} valid, {compiled} compiled, {} failed",
+            failed.len()
+        ));
+        *valid_anywhere.entry(family.clone()).or_insert(0) += valid;
+        if valid > total {
+            problem(format!("family {family}: valid {valid} > total {total}"));
+        }
+        if compiled != valid {
+            problem(format!(
+                "family {family}: {compiled} of {valid} valid configs compiled"
+            ));
+        }
+        for f in failed.iter().take(3) {
+            problem(format!(
+                "family {family}: {} failed to compile:\n{}",
+                f[0].as_str().unwrap_or("?"),
+                tail(f[1].as_str().unwrap_or(""), 1500)
+            ));
+        }
+        if failed.len() > 3 {
+            problem(format!(
+                "family {family}: {} more compile failures",
+                failed.len() - 3
+            ));
+        }
+        if !seen.insert(family.clone()) {
+            problem(format!("family {family} is reported twice"));
+        }
+    }
+    let missing: Vec<_> = families.difference(&seen).collect();
+    if !missing.is_empty() {
+        problem(format!("families missing from the report: {missing:?}"));
+    }
+    let extra: Vec<_> = seen.difference(families).collect();
+    if !extra.is_empty() {
+        problem(format!("unknown families in the report: {extra:?}"));
+    }
+    println!(
+        "{} {} for {arch} with NVRTC {nvrtc} in {:.1} s: {}",
+        op.name(),
+        report["shape"],
+        report["wall_s"].as_f64().unwrap_or(0.0),
+        summary.join("; ")
+    );
 }
 
 /// [`compile_everything`] for `arch` with the NVRTC in the directory named by `var`, which must

@@ -154,4 +154,46 @@ mod tests {
             Err(PlanError::NoFamily { .. })
         ));
     }
+
+    /// A family whose constraints offer nothing on a shape (the GEMV-shaped gemm families on a
+    /// square one) is counted with no valid config and planned nothing; the others still run.
+    #[test]
+    fn a_family_without_a_config_on_the_shape_is_skipped() {
+        let cat = Catalog::builtin().unwrap();
+        let limits = Limits::for_arch(90).unwrap();
+        let valid = |m, n, k| {
+            let (counts, planned) = plan(&cat, Op::Gemm, Shape { m, n, k }, &limits, &[]).unwrap();
+            let of = |fam: &str| {
+                let c = counts.iter().find(|c| c.family == fam).unwrap();
+                let p = planned.iter().filter(|p| p.config.family == fam).count();
+                assert_eq!(c.valid, p, "{fam}");
+                c.valid
+            };
+            (of("gemm_small_m"), of("gemm_small_n"), of("gemm_warptile"))
+        };
+        let (small_m, small_n, warptile) = valid(1000, 1000, 1000);
+        assert_eq!((small_m, small_n), (0, 0));
+        assert!(warptile > 0);
+        let (small_m, small_n, _) = valid(1, 4096, 4096);
+        assert!(small_m > 0);
+        assert_eq!(small_n, 0);
+        let (small_m, small_n, _) = valid(4096, 1, 4096);
+        assert_eq!(small_m, 0);
+        assert!(small_n > 0);
+        // Only a gated family asked for, on a shape it skips: the plan says nothing is valid.
+        assert!(matches!(
+            plan(
+                &cat,
+                Op::Gemm,
+                Shape {
+                    m: 1000,
+                    n: 1000,
+                    k: 1000
+                },
+                &limits,
+                &["gemm_small_m".into()]
+            ),
+            Err(PlanError::NothingValid { .. })
+        ));
+    }
 }

@@ -1,0 +1,174 @@
+// GEMV-shaped SGEMM for few rows of C (M up to ~16; M = 1 is y = x^T B): the work is reading B
+// once, so threads map along N (coalesced reads of B's rows) and K is split across the block's
+// threadIdx.y, with a deterministic shared-memory reduction (no atomics).
+// C[M x N] = A[M x K] * B[K x N], all row-major. Correct for every M, N, K >= 1.
+//
+// Parameters (all #defined by the tuner):
+//   MT      rows of C per block; a larger M takes ceil(M / MT) row tiles (more blocks)
+//   VEC     columns per thread (1, 2 or 4): read as one float2/float4 when N % VEC == 0 and B is
+//           4 * VEC-byte aligned (the whole block then reads VEC consecutive columns per
+//           thread), else as VEC scalars of columns BX apart (each warp load stays coalesced)
+//   BX      threads along N (a multiple of 32: a warp reads 32 * VEC consecutive floats of a row)
+//   KS      threads along K (threadIdx.y): thread ty takes k = ty, ty + KS, ...
+//   UNROLL  B rows each thread has in flight per iteration (memory-level parallelism)
+//
+// Block (BX, KS) computes a tile of MT rows x COLS = BX * VEC columns of C. Blocks are numbered
+// row tile fastest, so the blocks that read the same columns of B run together (L2 hits when
+// M > MT). A's few values are read with __ldg: every lane of a warp reads the same address (a
+// broadcast served by L1), so A needs no shared-memory staging and the main loop no barrier.
+//
+// Edges: rows past M read row M - 1 and columns past N read a column inside N (clamped
+// addresses, no branch in the loop); their sums are never stored. Every thread runs to the
+// one barrier of the reduction: no thread leaves early.
+// Determinism: each thread adds its k in increasing order, and the KS partial sums of an
+// output are added in the order ty = 0, 1, ..., KS - 1: bit-identical run to run.
+
+#if !defined(MT) || !defined(VEC) || !defined(BX) || !defined(KS) || !defined(UNROLL)
+#error "MT, VEC, BX, KS and UNROLL must be defined"
+#endif
+#if VEC != 1 && VEC != 2 && VEC != 4
+#error "VEC must be 1, 2 or 4"
+#endif
+#if BX % 32 != 0
+#error "BX must be a multiple of 32"
+#endif
+
+#define THREADS (BX * KS)
+#define COLS (BX * VEC)
+
+// The VEC floats of one B row this thread reads, at the (clamped, in-range) columns col.
+// VECOK: col holds VEC consecutive columns whose first is a multiple of VEC, and the row is
+// 4 * VEC-byte aligned, so one vector load reads them.
+template <bool VECOK>
+static __device__ __forceinline__ void load_b(const float* __restrict__ row, const int (&col)[VEC],
+                                              float (&b)[VEC])
+{
+    if (VECOK) {
+#if VEC == 4
+        const float4 t = __ldg(reinterpret_cast<const float4*>(row + col[0]));
+        b[0] = t.x;
+        b[1] = t.y;
+        b[2] = t.z;
+        b[3] = t.w;
+#elif VEC == 2
+        const float2 t = __ldg(reinterpret_cast<const float2*>(row + col[0]));
+        b[0] = t.x;
+        b[1] = t.y;
+#else
+        b[0] = __ldg(row + col[0]);
+#endif
+    } else {
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) b[v] = __ldg(row + col[v]);
+    }
+}
+
+// This thread's partial sums acc[r][v] = sum over its k of A[m0 + r][k] * B[k][column v].
+template <bool VECOK>
+static __device__ __forceinline__ void accumulate(int M, int N, int K, const float* __restrict__ A,
+                                                  const float* __restrict__ B, int m0, int n0,
+                                                  int tx, int ty, float (&acc)[MT][VEC])
+{
+    int col[VEC];
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) {
+        // VECOK: n0 + tx * VEC is a multiple of VEC, and so is N, so a vector that starts
+        // inside N ends inside it; one that starts past N is moved to the last vector of the
+        // row (N >= VEC), read for nothing.
+        col[v] = VECOK ? min(n0 + tx * VEC, N - VEC) + v : min(n0 + v * BX + tx, N - 1);
+    }
+    const float* arow[MT];
+#pragma unroll
+    for (int r = 0; r < MT; ++r) arow[r] = A + (size_t)min(m0 + r, M - 1) * K;
+
+    int k = ty;
+    for (; k + KS * (UNROLL - 1) < K; k += KS * UNROLL) {
+        float b[UNROLL][VEC];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) load_b<VECOK>(B + (size_t)(k + KS * u) * N, col, b[u]);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+#pragma unroll
+            for (int r = 0; r < MT; ++r) {
+                const float a = __ldg(arow[r] + k + KS * u);
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) acc[r][v] = fmaf(a, b[u][v], acc[r][v]);
+            }
+        }
+    }
+    for (; k < K; k += KS) {
+        float b[VEC];
+        load_b<VECOK>(B + (size_t)k * N, col, b);
+#pragma unroll
+        for (int r = 0; r < MT; ++r) {
+            const float a = __ldg(arow[r] + k);
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) acc[r][v] = fmaf(a, b[v], acc[r][v]);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+            float* __restrict__ C)
+{
+    const int mtiles = (M + MT - 1) / MT;
+    const int nb = blockIdx.x / mtiles;
+    const int mb = blockIdx.x - nb * mtiles;
+    const int m0 = mb * MT;
+    const int n0 = nb * COLS;
+    const int tx = threadIdx.x;
+    const int ty = threadIdx.y;
+    // Block-uniform: every row of B starts 4 * VEC-byte aligned when B does and N % VEC == 0.
+    const bool vecok =
+        VEC > 1 && N % VEC == 0 && (((unsigned long long)B) & (unsigned long long)(4 * VEC - 1)) == 0;
+
+    float acc[MT][VEC];
+#pragma unroll
+    for (int r = 0; r < MT; ++r) {
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) acc[r][v] = 0.0f;
+    }
+    if (vecok)
+        accumulate<true>(M, N, K, A, B, m0, n0, tx, ty, acc);
+    else
+        accumulate<false>(M, N, K, A, B, m0, n0, tx, ty, acc);
+
+    // The column (relative to n0) of acc[.][v], in [0, COLS).
+    int out[VEC];
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) out[v] = vecok ? tx * VEC + v : v * BX + tx;
+
+#if KS == 1
+#pragma unroll
+    for (int r = 0; r < MT; ++r) {
+        const int m = m0 + r;
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) {
+            const int n = n0 + out[v];
+            if (m < M && n < N) C[(size_t)m * N + n] = acc[r][v];
+        }
+    }
+#else
+    // red[s][r][c]: thread row s's partial sum of output (m0 + r, n0 + c).
+    __shared__ float red[KS * MT * COLS];
+#pragma unroll
+    for (int r = 0; r < MT; ++r) {
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) red[(ty * MT + r) * COLS + out[v]] = acc[r][v];
+    }
+    __syncthreads();
+    // Each output is summed by one thread, over s in a fixed order; consecutive threads take
+    // consecutive columns (conflict-free reads, coalesced stores).
+    for (int o = ty * BX + tx; o < MT * COLS; o += THREADS) {
+        const int r = o / COLS;
+        const int c = o - r * COLS;
+        float s = red[o];
+#pragma unroll
+        for (int t = 1; t < KS; ++t) s += red[t * MT * COLS + o];
+        const int m = m0 + r;
+        const int n = n0 + c;
+        if (m < M && n < N) C[(size_t)m * N + n] = s;
+    }
+#endif
+}
