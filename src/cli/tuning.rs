@@ -6,7 +6,6 @@ use autotune::cuda::isolate::{self, WorkerSettings};
 use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::{Database, Entry, GpuRecord};
 use autotune::family::catalog::Catalog;
-use autotune::gpu::Arch;
 use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
 use autotune::report;
@@ -78,7 +77,8 @@ pub(super) fn run(args: &Args) -> Result<()> {
         let Some(arch) = &args.arch else {
             bail!("--dry-run needs --arch sm_XY (e.g. sm_90 for an H100/H200, sm_61 for a GTX 1080 Ti)");
         };
-        let arch: Arch = arch.parse()?;
+        // compute_XY: PTX for that virtual arch (what `verify --ptx-arch` loads), else a cubin.
+        let arch: nvrtc::Target = arch.parse()?;
         let mut failed = 0;
         // One cache for the suite: a kernel's source does not depend on the shape.
         let cache = nvrtc::Cache::new();
