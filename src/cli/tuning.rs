@@ -70,7 +70,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
         }
         (None, None) => bail!("give --shape MxNxK (or MxK for gemv) or --suite FILE"),
     };
-    let catalog = catalog(args)?;
+    let catalog = catalog(args.spaces.as_deref())?;
     let bars = Bars::new();
 
     if args.dry_run {
@@ -490,8 +490,9 @@ impl Progress for Bars {
     }
 }
 
-fn catalog(args: &Args) -> Result<Catalog> {
-    Ok(match &args.spaces {
+/// The families: those under `spaces` (`--spaces DIR`), else the built-in ones.
+pub(super) fn catalog(spaces: Option<&std::path::Path>) -> Result<Catalog> {
+    Ok(match spaces {
         Some(dir) => Catalog::from_dir(dir)
             .with_context(|| format!("loading kernel families from {}", dir.display()))?,
         None => Catalog::builtin().context("loading the built-in kernel families")?,
