@@ -121,8 +121,8 @@ fn dim(rng: &mut Rng, max: u64) -> u64 {
     v.clamp(1, max)
 }
 
-/// A random problem of `op`: dimensions from 1 to about 3,000 (gemm), and gemv rows up to
-/// about 100,000 long now and then.
+/// A random problem of `op`: dimensions from 1 to about 3,000 (gemm), and now and then a gemv
+/// of up to 256 rows up to about 100,000 long.
 pub fn draw_shape(op: Op, rng: &mut Rng) -> Shape {
     match op {
         Op::Gemm => Shape {
@@ -131,9 +131,10 @@ pub fn draw_shape(op: Op, rng: &mut Rng) -> Shape {
             k: dim(rng, 3072),
         },
         Op::Gemv => {
+            // Long rows come with few of them: the inputs stay small enough to draw quickly.
             let long = rng.below(20) == 0;
             Shape {
-                m: dim(rng, 4096),
+                m: dim(rng, if long { 256 } else { 4096 }),
                 n: 1,
                 k: if long {
                     odd_above(rng, 20_000, 100_001)
