@@ -16,6 +16,15 @@
 #   COVER_EXTEND="configs/coverage/gemm-unaligned.toml" then adds those grids (of the same op).
 #   EVALUATE="gemm:50 gemv:30" runs `autotune evaluate` on that many seeded random shapes per op
 #   (EVAL_SEED, EVAL_ARGS), writing $OUT/evaluate-<op>.md; ONLINE=N tries online tuning on N shapes.
+#   The GPU tests' randomized sweep: AUTOTUNE_SWEEP=quick (default, ~100 problems) or full (1,000);
+#   AUTOTUNE_PTX_ARCH=compute_75 runs every sweep through PTX for that arch (JIT by the driver).
+#   VERIFY=1 runs `autotune verify` on the database (cubins, then PTX for VERIFY_PTX_ARCH, default
+#   compute_75) and on doctored copies that must fail: a time halved, a checksum changed, an
+#   off-by-one write injected into a --spaces copy of gemm_tiled; exit codes go to summary.txt.
+#   SANITIZE=1 runs compute-sanitizer (SANITIZE_TOOLS, default memcheck racecheck synccheck) over
+#   `autotune verify --edge-only --space-ends --in-process` (this GPU's winners and every space's
+#   first and last config on the edge shapes; SANITIZE_VERIFY_ARGS adds options, e.g. --op gemm),
+#   logging $OUT/sanitizer-<tool>.log and each tool's SUMMARY line.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
@@ -38,7 +47,92 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   start=$SECONDS
   AUTOTUNE_REQUIRE_GPU=1 .gpu/gpu-tests --test-threads=1 --nocapture >"$OUT/gpu-tests.log" 2>&1 || status=1
   echo "gpu tests: $(grep -E '^test result' "$OUT/gpu-tests.log" | tail -1) ($((SECONDS - start)) s)" | tee -a "$OUT/summary.txt"
-  grep -E "validated|skipped" "$OUT/gpu-tests.log" | tee -a "$OUT/summary.txt"
+  grep -E "validated|skipped|^sweep" "$OUT/gpu-tests.log" | tee -a "$OUT/summary.txt"
+fi
+if [ "${VERIFY:-0}" = 1 ]; then
+  # Trust what ships: the database must pass; doctored copies must not (exit 1 each).
+  gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
+  vdir="$OUT/../verify"; rm -rf "$vdir"; mkdir -p "$vdir"
+  vrun() { # name, expected exit, args...
+    local name=$1 want=$2; shift 2
+    local start=$SECONDS
+    .gpu/autotune verify "$@" >"$OUT/verify-$name.log" 2>&1
+    local rc=$?
+    local verdict=ok; [ "$want" = 0 ] && [ $rc != 0 ] && verdict=UNEXPECTED
+    [ "$want" = 1 ] && [ $rc != 1 ] && verdict=UNEXPECTED
+    [ $verdict = ok ] || status=1
+    {
+      echo "== verify $name: exit $rc (expected $want: $verdict, $((SECONDS - start)) s)"
+      grep -E "^verify: [0-9]+ kernel|^Error|^#[0-9]+ " "$OUT/verify-$name.log" | head -12
+    } | tee -a "$OUT/summary.txt"
+  }
+  vrun shipped 0 --db "$DB" ${VERIFY_ARGS:-}
+  vrun shipped-json 0 --db "$DB" --quick --json ${VERIFY_ARGS:-}
+  vrun ptx-${VERIFY_PTX_ARCH:-compute_75} 0 --db "$DB" --quick --ptx-arch "${VERIFY_PTX_ARCH:-compute_75}" ${VERIFY_ARGS:-}
+  # The doctored copies change this GPU's first gemm entry; verify that entry only.
+  doctor() { # what (halve|checksum), output
+    python3 - "$DB" "$gpu" "$1" "$2" <<'PY'
+import re, sys
+src, gpu, what, out = sys.argv[1:]
+text = open(src).read()
+blocks = text.split("\n[[entry]]\n")
+for i, b in enumerate(blocks[1:], 1):
+    if f'gpu = "{gpu}"' in b and 'op = "gemm"' in b:
+        if what == "halve":
+            b = re.sub(r"^(median_ms|min_ms) = ([0-9.eE+-]+)$", lambda m: f"{m.group(1)} = {float(m.group(2)) / 2}", b, flags=re.M)
+        else:
+            b = re.sub(r'^checksum = "([0-9a-f]*)"$', lambda m: 'checksum = "' + ("0" * len(m.group(1)) if m.group(1) else "0") + '"', b, flags=re.M)
+        blocks[i] = b
+        print(re.search(r'^shape = "([^"]+)"', b, re.M).group(1))
+        break
+else:
+    sys.exit(f"no gemm entry of {gpu} in {src}")
+open(out, "w").write("\n[[entry]]\n".join(blocks))
+PY
+  }
+  if shape=$(doctor halve "$vdir/halved.toml"); then
+    vrun halved-time 1 --db "$vdir/halved.toml" --op gemm --shape "$shape" --quick
+    grep -q "SLOWER" "$OUT/verify-halved-time.log" || { echo "   (no SLOWER verdict in the log)" | tee -a "$OUT/summary.txt"; status=1; }
+  else
+    echo "== verify halved-time: could not doctor the database" | tee -a "$OUT/summary.txt"; status=1
+  fi
+  if shape=$(doctor checksum "$vdir/stale.toml"); then
+    vrun stale-checksum 1 --db "$vdir/stale.toml" --op gemm --shape "$shape" --quick
+    grep -q "STALE" "$OUT/verify-stale-checksum.log" || { echo "   (no STALE verdict in the log)" | tee -a "$OUT/summary.txt"; status=1; }
+  else
+    echo "== verify stale-checksum: could not doctor the database" | tee -a "$OUT/summary.txt"; status=1
+  fi
+  # An off-by-one write (row <= M) in a --spaces copy of gemm_tiled: only the spaces' ends
+  # are verified (no entry has shape 7x7x7), so validation alone must catch it.
+  mkdir -p "$vdir/broken/configs" && cp -r templates "$vdir/broken/" && cp -r configs/spaces "$vdir/broken/configs/"
+  sed -i 's/if (row < M \&\& col < N) {/if (row <= M \&\& col < N) {/' "$vdir/broken/templates/gemm_tiled.cu"
+  if grep -q "row <= M" "$vdir/broken/templates/gemm_tiled.cu"; then
+    vrun broken-kernel 1 --db "$DB" --spaces "$vdir/broken" --op gemm --shape 7x7x7 --space-ends --edge-only
+    grep -q "gemm_tiled.*FAILED\|out of bounds" "$OUT/verify-broken-kernel.log" || { echo "   (gemm_tiled not reported FAILED)" | tee -a "$OUT/summary.txt"; status=1; }
+  else
+    echo "== verify broken-kernel: could not inject the off-by-one into gemm_tiled.cu" | tee -a "$OUT/summary.txt"; status=1
+  fi
+fi
+if [ "${SANITIZE:-0}" = 1 ]; then
+  # compute-sanitizer over every family's representative configs on the edge shapes, in this
+  # process (no workers) so that the sanitizer sees every kernel.
+  san=$(command -v compute-sanitizer || echo "${CUDA_HOME:-/usr/local/cuda}/bin/compute-sanitizer")
+  if [ ! -x "$san" ]; then
+    echo "== sanitizer: skipped: compute-sanitizer is not on PATH nor at ${CUDA_HOME:-/usr/local/cuda}/bin" | tee -a "$OUT/summary.txt"
+  else
+    for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
+      start=$SECONDS
+      timeout "${SANITIZE_TIMEOUT:-1200}" "$san" --tool "$tool" --error-exitcode 99 --print-limit 50 \
+        .gpu/autotune verify --db "$DB" --edge-only --space-ends --in-process ${SANITIZE_VERIFY_ARGS:-} \
+        >"$OUT/sanitizer-$tool.log" 2>&1
+      rc=$?
+      [ $rc = 0 ] || status=1
+      {
+        echo "== sanitizer $tool: exit $rc ($((SECONDS - start)) s)"
+        grep -E "(ERROR|RACECHECK) SUMMARY|^verify: [0-9]+ kernel|^Error" "$OUT/sanitizer-$tool.log" | sed 's/^========= //'
+      } | tee -a "$OUT/summary.txt"
+    done
+  fi
 fi
 if [ "${SHIP:-0}" = 1 ]; then
   # The shipping example twice: the second start must compile nothing (disk cache).

@@ -22,6 +22,8 @@ const PURE: &[&str] = &[
     "src/tuning/recheck.rs",
     "src/tuning/outcome.rs",
     "src/tuning/plan.rs",
+    "src/tuning/verdict.rs",
+    "src/tuning/sweep.rs",
     "src/product/lookup.rs",
     "src/product/select.rs",
 ];

@@ -243,3 +243,22 @@ fn gpu_names_match_by_one_rule_everywhere() {
         "{csv}"
     );
 }
+
+/// `verify` refuses bad options before it needs a GPU: a slowdown below 1, a real arch given
+/// as --ptx-arch, a database that does not exist.
+#[test]
+fn verify_checks_its_options_before_the_gpu() {
+    common::check_usage(
+        &run(&["verify", "--max-slowdown", "0.5"]),
+        &["--max-slowdown", "a number >= 1"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    common::fails_with(
+        &["verify", "--ptx-arch", "sm_75"],
+        &["--ptx-arch takes a virtual arch, compute_XY"],
+    );
+    common::fails_with(
+        &["verify", "--db", "/nonexistent/tuning.toml"],
+        &["/nonexistent/tuning.toml does not exist"],
+    );
+}

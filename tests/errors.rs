@@ -119,7 +119,7 @@ fn device_and_run_errors_carry_data_not_advice() {
     });
     // Which NVRTC to install is the caller's business whatever the program: it stays.
     let msg = plain(CompileError::UnsupportedArch {
-        arch: Arch { major: 6, minor: 1 },
+        arch: Arch { major: 6, minor: 1 }.into(),
         nvrtc: "13.0".into(),
         supported: "sm_75 to sm_120".into(),
         oldest: Some(75),

@@ -6,7 +6,7 @@ mod common;
 
 use autotune::cuda::device::Device;
 use autotune::cuda::isolate::WorkerSettings;
-use autotune::cuda::nvrtc::Cache;
+use autotune::cuda::nvrtc::{self, Cache, Target};
 use autotune::db::Database;
 use autotune::family::catalog::Catalog;
 use autotune::family::expr::Expr;
@@ -14,6 +14,7 @@ use autotune::measure::outcome::Stage;
 use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
 use autotune::search::Exhaustive;
+use autotune::tuning::sweep;
 use autotune::tuning::tune::{self, Silent, TuneOptions};
 use std::collections::BTreeSet;
 
@@ -521,4 +522,195 @@ fn runtime_vendor_guard_online_tuning_and_recording() {
 
     let suite = Suite::load(&rec.join("gemm.toml")).unwrap();
     assert_eq!(suite.shapes, vec![lost_shape, fresh]);
+}
+
+/// The PTX target `AUTOTUNE_PTX_ARCH` names (`compute_75`: the templates' older-arch paths,
+/// JIT-compiled by the driver), or `None` when it is unset or empty.
+fn ptx_from_env() -> Option<Target> {
+    let v = std::env::var("AUTOTUNE_PTX_ARCH").ok()?;
+    if v.trim().is_empty() {
+        return None;
+    }
+    match v.parse::<Target>() {
+        Ok(t @ Target::Ptx(_)) => Some(t),
+        _ => panic!("AUTOTUNE_PTX_ARCH={v}: give a virtual arch, compute_XY (e.g. compute_75)"),
+    }
+}
+
+/// The randomized correctness sweep ([`autotune::tuning::sweep`]): every family of both ops,
+/// a fixed set of configs per family compiled once each for `target` and loaded once, run on
+/// seeded random problems (tiny, odd and prime sizes first) against the float64 reference.
+/// Prints one parseable line, `sweep: ...`, with the counts; every failure is listed.
+fn run_sweep(dev: &Device, mode: sweep::Mode, target: Target, label: &str) {
+    use autotune::cuda::bench::{Bench, Loaded};
+    use std::collections::HashMap;
+    if target.is_ptx() && target.arch() > dev.info.arch {
+        common::skip(
+            common::REQUIRE_GPU,
+            &format!(
+                "{label}: PTX for {target} cannot run on {} ({})",
+                dev.info.name, dev.info.arch
+            ),
+        );
+        return;
+    }
+    if let Err(e) = nvrtc::check_arch(target) {
+        common::skip(common::REQUIRE_GPU, &format!("{label}: {e}"));
+        return;
+    }
+    let nvrtc = nvrtc::describe().unwrap_or_else(|e| panic!("{e}"));
+    let cat = Catalog::builtin().unwrap();
+    let cache = Cache::new();
+    // Validation only: one event pair, no L2 flush.
+    let timing = TimingSettings {
+        warmup: 0,
+        min_samples: 1,
+        max_samples: 1,
+        budget_ms: 1.0,
+        flush_l2: false,
+    };
+    let start = std::time::Instant::now();
+    let (mut problems, mut runs, mut configs, mut compile_s) = (0usize, 0usize, 0usize, 0.0);
+    let mut failures: Vec<String> = Vec::new();
+    for (i, op) in [Op::Gemm, Op::Gemv].into_iter().enumerate() {
+        let plan = sweep::plan(
+            &cat,
+            op,
+            &dev.info.limits,
+            mode.problems_per_op(),
+            4,
+            2,
+            0x5EED_0019 + i as u64,
+        )
+        .unwrap();
+        // Each config compiled once (in parallel) and loaded once, then run on many shapes.
+        let mut index = Vec::new();
+        let mut sources = Vec::new();
+        for (fi, f) in plan.families.iter().enumerate() {
+            let family = cat.get(&f.family).unwrap();
+            for (ci, c) in f.configs.iter().enumerate() {
+                index.push((fi, ci));
+                sources.push(family.instantiate(c));
+            }
+        }
+        let t = std::time::Instant::now();
+        let compiled: HashMap<(usize, usize), _> = index
+            .iter()
+            .copied()
+            .zip(nvrtc::compile_all(&sources, target, &cache, &|_| {}))
+            .collect();
+        compile_s += t.elapsed().as_secs_f64();
+        configs += sources.len();
+        let mut loaded: HashMap<(usize, usize), Loaded> = HashMap::new();
+        for (pi, (shape, plan_runs)) in plan.problems.iter().enumerate() {
+            let what = |fi: usize, ci: usize| {
+                let c = plan.config(fi, ci);
+                format!(
+                    "{} {} on {op} {}",
+                    c.family,
+                    c.params_label(),
+                    shape.label(op)
+                )
+            };
+            let mut bench = Bench::new(dev, op, *shape, 19 + pi as u64, timing)
+                .unwrap_or_else(|e| panic!("{label}: {op} {}: {e}", shape.label(op)));
+            for &(fi, ci) in plan_runs {
+                runs += 1;
+                let config = plan.config(fi, ci);
+                let family = cat.get(&config.family).unwrap();
+                let launch = match family.space.launch(config, *shape, &dev.info.limits) {
+                    Ok(l) => l,
+                    Err(e) => {
+                        failures.push(format!("{}: no launch: {e}", what(fi, ci)));
+                        continue;
+                    }
+                };
+                let kernel = match loaded.get(&(fi, ci)) {
+                    Some(l) => l.with_launch(launch),
+                    None => {
+                        let c = match compiled[&(fi, ci)].as_ref() {
+                            Ok(c) => c,
+                            Err(e) => {
+                                failures.push(format!("{}: {e}", what(fi, ci)));
+                                continue;
+                            }
+                        };
+                        match bench.load(c, launch) {
+                            Ok(l) => {
+                                loaded.insert((fi, ci), l.with_launch(launch));
+                                l
+                            }
+                            Err(f) => {
+                                failures.push(format!(
+                                    "{}: {:?}: {}",
+                                    what(fi, ci),
+                                    f.stage,
+                                    f.reason
+                                ));
+                                continue;
+                            }
+                        }
+                    }
+                };
+                match bench.check(&kernel) {
+                    Ok(Ok(_)) => {}
+                    Ok(Err(f)) => failures.push(format!(
+                        "{}: {:?}: {}",
+                        what(fi, ci),
+                        f.stage,
+                        f.reason.lines().next().unwrap_or_default()
+                    )),
+                    Err(e) => panic!(
+                        "{label}: {} broke the CUDA context: {e}\nfailures before it:\n{}",
+                        what(fi, ci),
+                        failures.join("\n")
+                    ),
+                }
+            }
+            problems += 1;
+        }
+    }
+    for f in &failures {
+        eprintln!("sweep failure: {f}");
+    }
+    println!(
+        "sweep: {label}, mode {}, target {target} (NVRTC {nvrtc}): {problems} problems x configs = {runs} runs of {configs} configs, {} failures, compile {compile_s:.1} s, total {:.1} s",
+        match mode {
+            sweep::Mode::Quick => "quick",
+            sweep::Mode::Full => "full",
+        },
+        failures.len(),
+        start.elapsed().as_secs_f64()
+    );
+    assert!(
+        failures.is_empty(),
+        "{label}: {} of {runs} runs failed",
+        failures.len()
+    );
+}
+
+/// The sweep mode `AUTOTUNE_SWEEP` names: `quick` (the default, about 100 problems) or `full`
+/// (at least 1,000).
+fn sweep_mode() -> sweep::Mode {
+    let v = std::env::var("AUTOTUNE_SWEEP").ok();
+    sweep::Mode::parse(v.as_deref()).unwrap_or_else(|e| panic!("AUTOTUNE_SWEEP: {e}"))
+}
+
+/// Every family on seeded random problems, compiled as the device runs them (a cubin for its
+/// arch), or as PTX for `AUTOTUNE_PTX_ARCH` when that is set.
+#[test]
+fn randomized_sweep_validates_every_family() {
+    let Some(dev) = device() else { return };
+    let target = ptx_from_env().unwrap_or(Target::Cubin(dev.info.arch));
+    run_sweep(&dev, sweep_mode(), target, "device");
+}
+
+/// The same sweep through PTX for an older virtual arch (`AUTOTUNE_PTX_ARCH`, default
+/// compute_75, the oldest NVRTC 13 targets): the driver JIT-compiles it, so the templates'
+/// `__CUDA_ARCH__ < 800` paths (no cp.async, scalar atomics) run and are validated here.
+#[test]
+fn randomized_sweep_through_older_ptx() {
+    let Some(dev) = device() else { return };
+    let target = ptx_from_env().unwrap_or(Target::Ptx(autotune::gpu::Arch { major: 7, minor: 5 }));
+    run_sweep(&dev, sweep_mode(), target, "older PTX");
 }

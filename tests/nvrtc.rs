@@ -601,3 +601,21 @@ fn autotune_nvrtc_naming_a_missing_library_is_an_error() {
             .unwrap_or_else(|e| panic!("{e}"));
     }
 }
+
+/// `--arch compute_XY` compiles PTX for that virtual arch (what `verify --ptx-arch` and the
+/// GPU sweep load, JIT-compiled by the driver): compute_75 with NVRTC 13 (its oldest) and
+/// compute_61 with NVRTC 12.
+#[test]
+fn dry_run_compiles_ptx_for_older_virtual_archs() {
+    let Some((dir13, dir12, _)) = both_nvrtcs() else {
+        return;
+    };
+    for (arch, dir) in [("compute_75", &dir13), ("compute_61", &dir12)] {
+        let dir = dir.to_str().expect("a UTF-8 directory");
+        let (r, report) = small_dry_run(arch, &[("AUTOTUNE_NVRTC", dir)]);
+        assert!(r.success(), "{}", r.context());
+        assert_eq!(report["arch"], arch, "{}", r.context());
+        assert_eq!(report["families"][0]["failed"], Value::Array(vec![]));
+        assert!(report["families"][0]["compiled"].as_u64() >= Some(1));
+    }
+}

@@ -16,6 +16,7 @@ use autotune::tuning::session::SessionError;
 use autotune::tuning::shard::ShardError;
 use autotune::tuning::suite::SuiteError;
 use autotune::tuning::tune::TuneError;
+use autotune::tuning::verify::VerifyError;
 use std::error::Error as StdError;
 use std::fmt;
 
@@ -88,6 +89,14 @@ fn hint(e: &(dyn StdError + 'static)) -> Option<String> {
         compare(e)
     } else if let Some(e) = e.downcast_ref::<SimulateError>() {
         simulate(e)
+    } else if let Some(e) = e.downcast_ref::<VerifyError>() {
+        match e {
+            VerifyError::Run { source, .. } => run(source),
+            VerifyError::PtxTooNew { .. } => {
+                Some("pass --ptx-arch compute_75 (the oldest NVRTC 13 compiles for)".into())
+            }
+            VerifyError::Compile(_) => None,
+        }
     } else {
         None
     }

@@ -6,6 +6,7 @@ mod coverage;
 mod databases;
 mod simulate;
 mod tuning;
+mod verify;
 
 pub(crate) use advice::advice;
 
@@ -154,6 +155,11 @@ enum Command {
     /// listed) shape, timed against cuBLAS, with and without the vendor guard, and against the
     /// nearest-shape rule it replaced.
     Evaluate(coverage::EvaluateArgs),
+    /// Trust what ships: compile every kernel the database holds for this GPU as the runtime
+    /// would, validate it on its problem and on edge shapes, re-time it beside cuBLAS, and
+    /// compare with the recorded time and checksum; exits non-zero when one fails, is stale or
+    /// is slower than recorded beyond --max-slowdown.
+    Verify(verify::VerifyArgs),
     /// Internal: serve a tuning parent over stdin/stdout (started by autotune itself).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -573,6 +579,7 @@ fn run(args: &Args) -> Result<()> {
         Some(Command::Cover(a)) => return coverage::cover(a),
         Some(Command::Evaluate(a)) => return coverage::evaluate(a),
         Some(Command::Simulate(a)) => return simulate::run(a),
+        Some(Command::Verify(a)) => return verify::verify(a),
         Some(Command::Worker) => tuning::worker(),
         None => {}
     }

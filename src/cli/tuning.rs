@@ -6,7 +6,6 @@ use autotune::cuda::isolate::{self, WorkerSettings};
 use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::{Database, Entry, GpuRecord};
 use autotune::family::catalog::Catalog;
-use autotune::gpu::Arch;
 use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
 use autotune::report;
@@ -71,14 +70,15 @@ pub(super) fn run(args: &Args) -> Result<()> {
         }
         (None, None) => bail!("give --shape MxNxK (or MxK for gemv) or --suite FILE"),
     };
-    let catalog = catalog(args)?;
+    let catalog = catalog(args.spaces.as_deref())?;
     let bars = Bars::new();
 
     if args.dry_run {
         let Some(arch) = &args.arch else {
             bail!("--dry-run needs --arch sm_XY (e.g. sm_90 for an H100/H200, sm_61 for a GTX 1080 Ti)");
         };
-        let arch: Arch = arch.parse()?;
+        // compute_XY: PTX for that virtual arch (what `verify --ptx-arch` loads), else a cubin.
+        let arch: nvrtc::Target = arch.parse()?;
         let mut failed = 0;
         // One cache for the suite: a kernel's source does not depend on the shape.
         let cache = nvrtc::Cache::new();
@@ -490,8 +490,9 @@ impl Progress for Bars {
     }
 }
 
-fn catalog(args: &Args) -> Result<Catalog> {
-    Ok(match &args.spaces {
+/// The families: those under `spaces` (`--spaces DIR`), else the built-in ones.
+pub(super) fn catalog(spaces: Option<&std::path::Path>) -> Result<Catalog> {
+    Ok(match spaces {
         Some(dir) => Catalog::from_dir(dir)
             .with_context(|| format!("loading kernel families from {}", dir.display()))?,
         None => Catalog::builtin().context("loading the built-in kernel families")?,

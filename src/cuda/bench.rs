@@ -99,6 +99,18 @@ impl Loaded {
     pub fn name(&self) -> &str {
         &self.name
     }
+
+    /// The same loaded kernel with another launch (another shape): a module is loaded once
+    /// and runs on many problems, as in a product.
+    pub fn with_launch(&self, launch: Launch) -> Loaded {
+        Loaded {
+            func: self.func.clone(),
+            launch,
+            name: self.name.clone(),
+            registers: self.registers,
+            local_bytes: self.local_bytes,
+        }
+    }
 }
 
 enum Work<'k> {
@@ -482,8 +494,9 @@ impl<'d> Bench<'d> {
     }
 }
 
-/// Loads a cubin into `ctx` and looks up `name`, raising the function's dynamic shared memory
-/// limit when it needs more than the default 48 KiB.
+/// Loads a cubin (or NUL-terminated PTX, which the driver JIT-compiles) into `ctx` and looks
+/// up `name`, raising the function's dynamic shared memory limit when it needs more than the
+/// default 48 KiB.
 pub fn load_function(
     ctx: &Arc<CudaContext>,
     cubin: &[u8],
@@ -492,7 +505,14 @@ pub fn load_function(
 ) -> Result<CudaFunction, String> {
     let module = ctx
         .load_module(Ptx::from_binary(cubin.to_vec()))
-        .map_err(|e| format!("module load: {e:?}"))?;
+        .map_err(|e| {
+            let e = format!("{e:?}");
+            if e.contains("UNSUPPORTED_PTX_VERSION") {
+                format!("module load: {e}: this PTX is newer than the driver can JIT-compile; use an NVRTC no newer than the driver (set AUTOTUNE_NVRTC to its library)")
+            } else {
+                format!("module load: {e}")
+            }
+        })?;
     let func = module
         .load_function(name)
         .map_err(|e| format!("function {name} not found: {e:?}"))?;

@@ -1,7 +1,10 @@
 //! NVRTC: options per arch, parallel compilation to cubin, and compile errors with their log.
 //!
 //! Kernels are compiled for the real arch (`--gpu-architecture=sm_XY`) and loaded as cubin, so
-//! the driver does no JIT at load time, and a newer NVRTC than the driver still works.
+//! the driver does no JIT at load time, and a newer NVRTC than the driver still works. A
+//! [`Target::Ptx`] compiles PTX for an older virtual arch instead (`compute_75`), which the
+//! driver JIT-compiles at load: the templates' `__CUDA_ARCH__ < 800` paths then run on a newer
+//! GPU, for validation (the timings are not what that older GPU would measure).
 //!
 //! Which libnvrtc is loaded: `AUTOTUNE_NVRTC` when set, else the first of cudarc's candidate
 //! names the dynamic loader finds ([`super::nvrtc_lib`]); [`library`] says which it was.
@@ -39,10 +42,10 @@ pub enum CompileError {
         reason: String,
     },
     /// The loaded NVRTC cannot target the arch.
-    #[error("NVRTC {nvrtc} cannot compile for {arch} (it supports {supported}): {}", nvrtc_to_use(*arch, *oldest))]
+    #[error("NVRTC {nvrtc} cannot compile for {arch} (it supports {supported}): {}", nvrtc_to_use(arch.arch(), *oldest))]
     UnsupportedArch {
-        /// The arch asked for.
-        arch: Arch,
+        /// The target asked for.
+        arch: Target,
         /// The loaded NVRTC version.
         nvrtc: String,
         /// The archs it supports.
@@ -56,7 +59,7 @@ pub enum CompileError {
         /// The kernel name.
         kernel: String,
         /// The target.
-        arch: Arch,
+        arch: Target,
         /// The options passed.
         options: String,
         /// NVRTC's log.
@@ -74,14 +77,68 @@ pub enum CompileError {
     },
 }
 
+/// What NVRTC compiles to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Target {
+    /// A cubin for the real arch `sm_XY`: what tuning and the runtime load.
+    Cubin(Arch),
+    /// PTX for the virtual arch `compute_XY`, JIT-compiled by the driver when loaded: code for
+    /// an older arch's paths (`__CUDA_ARCH__` is that arch's) running on the GPU at hand.
+    Ptx(Arch),
+}
+
+impl Target {
+    /// The arch compiled for.
+    pub fn arch(&self) -> Arch {
+        match self {
+            Target::Cubin(a) | Target::Ptx(a) => *a,
+        }
+    }
+
+    /// Whether this is PTX for a virtual arch.
+    pub fn is_ptx(&self) -> bool {
+        matches!(self, Target::Ptx(_))
+    }
+}
+
+impl From<Arch> for Target {
+    fn from(arch: Arch) -> Target {
+        Target::Cubin(arch)
+    }
+}
+
+/// `compute_XY` is PTX for that virtual arch; `sm_XY` (or `XY`) a cubin.
+impl std::str::FromStr for Target {
+    type Err = crate::gpu::ArchError;
+    fn from_str(s: &str) -> Result<Target, Self::Err> {
+        let arch: Arch = s.parse()?;
+        Ok(if s.trim().starts_with("compute_") {
+            Target::Ptx(arch)
+        } else {
+            Target::Cubin(arch)
+        })
+    }
+}
+
+/// `sm_90` for a cubin, `compute_75` for PTX: NVRTC's `--gpu-architecture` value.
+impl std::fmt::Display for Target {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Target::Cubin(a) => write!(f, "{a}"),
+            Target::Ptx(a) => write!(f, "compute_{}", a.number()),
+        }
+    }
+}
+
 /// A compiled kernel image.
 #[derive(Debug, Clone)]
 pub struct Compiled {
     /// The `extern "C"` name to load.
     pub kernel_name: String,
-    /// The target arch.
-    pub arch: Arch,
-    /// The cubin.
+    /// What it was compiled to.
+    pub target: Target,
+    /// The image: a cubin, or NUL-terminated PTX text for a [`Target::Ptx`] (the driver's
+    /// module loader takes either).
     pub cubin: Vec<u8>,
     /// Wall time NVRTC took, milliseconds.
     pub compile_ms: f64,
@@ -122,11 +179,12 @@ pub fn supported_archs() -> Result<Vec<u32>, CompileError> {
     Ok(archs.into_iter().map(|a| a.max(0) as u32).collect())
 }
 
-/// Checks that the loaded NVRTC can target `arch`; when it cannot, the error names the NVRTC
-/// that can.
-pub fn check_arch(arch: Arch) -> Result<(), CompileError> {
+/// Checks that the loaded NVRTC can target `arch` (an [`Arch`] or a [`Target`]); when it
+/// cannot, the error names the NVRTC that can.
+pub fn check_arch(arch: impl Into<Target>) -> Result<(), CompileError> {
+    let arch: Target = arch.into();
     let supported = supported_archs()?;
-    if supported.contains(&arch.number()) {
+    if supported.contains(&arch.arch().number()) {
         return Ok(());
     }
     let nvrtc = nvrtc_version()?;
@@ -134,6 +192,7 @@ pub fn check_arch(arch: Arch) -> Result<(), CompileError> {
         arch,
         nvrtc,
         supported: match (supported.first(), supported.last()) {
+            (Some(a), Some(b)) if arch.is_ptx() => format!("compute_{a} to compute_{b}"),
             (Some(a), Some(b)) => format!("sm_{a} to sm_{b}"),
             _ => "no arch".into(),
         },
@@ -150,7 +209,7 @@ fn nvrtc_to_use(arch: Arch, oldest: Option<u32>) -> &'static str {
     }
 }
 
-/// The NVRTC options for `arch`.
+/// The NVRTC options for `target` (an [`Arch`]: a cubin for it; or a [`Target`]).
 ///
 /// With NVRTC 12.4 or newer, `-minimal` too: the templates include no header and use no
 /// texture, runtime-API or device-launch feature, so the front end need not parse those
@@ -160,9 +219,10 @@ fn nvrtc_to_use(arch: Arch, oldest: Option<u32>) -> &'static str {
 /// (`--fdevice-time-trace`), 1-2% of a GEMM kernel's compile (most of it is NVVM and ptxas,
 /// which no option shortens without changing the code). The disk cache key holds no
 /// options: an option that changes the cubin must change that key.
-pub fn options(arch: Arch) -> Vec<String> {
+pub fn options(target: impl Into<Target>) -> Vec<String> {
+    let target: Target = target.into();
     let mut o = vec![
-        format!("--gpu-architecture={arch}"),
+        format!("--gpu-architecture={target}"),
         "--std=c++17".into(),
         "-DAUTOTUNE=1".into(),
     ];
@@ -184,9 +244,11 @@ fn knows_minimal(version: &str) -> bool {
     (it.next().unwrap_or(0), it.next().unwrap_or(0)) >= (12, 4)
 }
 
-/// Compiles one kernel to cubin for `arch`. Call [`check_arch`] once first for a clear
-/// message when the arch is unsupported.
-pub fn compile(source: &Source, arch: Arch) -> Result<Compiled, CompileError> {
+/// Compiles one kernel for `arch`: to cubin for an [`Arch`] or a [`Target::Cubin`], to PTX for
+/// a [`Target::Ptx`]. Call [`check_arch`] once first for a clear message when the arch is
+/// unsupported.
+pub fn compile(source: &Source, arch: impl Into<Target>) -> Result<Compiled, CompileError> {
+    let arch: Target = arch.into();
     let nvrtc = nvrtc_lib::get()?;
     let start = Instant::now();
     let kernel = source.kernel_name.clone();
@@ -213,10 +275,14 @@ pub fn compile(source: &Source, arch: Arch) -> Result<Compiled, CompileError> {
             log: log.trim().to_string(),
         });
     }
-    let cubin = prog.cubin().map_err(call)?;
+    let cubin = match arch {
+        Target::Cubin(_) => prog.cubin(),
+        Target::Ptx(_) => prog.ptx(),
+    }
+    .map_err(call)?;
     Ok(Compiled {
         kernel_name: source.kernel_name.clone(),
-        arch,
+        target: arch,
         cubin,
         compile_ms: start.elapsed().as_secs_f64() * 1e3,
     })
@@ -225,11 +291,13 @@ pub fn compile(source: &Source, arch: Arch) -> Result<Compiled, CompileError> {
 /// A compile result shared between the cache and its users.
 pub type Shared = Arc<Result<Compiled, CompileError>>;
 
-/// An in-memory cache of compile results keyed by (arch, exact source text), so the shapes of
-/// a suite compile each kernel once. Failures are cached too: the same source fails the same way.
+/// An in-memory cache of compile results keyed by (target, exact source text), so the shapes
+/// of a suite compile each kernel once. Failures are cached too: the same source fails the
+/// same way. The target holds whether the image is a cubin or PTX, so PTX for `compute_75`
+/// and a cubin for `sm_75` (or `sm_90`) are different entries.
 #[derive(Debug, Default)]
 pub struct Cache {
-    map: Mutex<HashMap<(Arch, String), Shared>>,
+    map: Mutex<HashMap<(Target, String), Shared>>,
     hits: std::sync::atomic::AtomicUsize,
 }
 
@@ -244,7 +312,7 @@ impl Cache {
         self.hits.load(std::sync::atomic::Ordering::Relaxed)
     }
 
-    fn get(&self, arch: Arch, code: &str) -> Option<Shared> {
+    fn get(&self, arch: Target, code: &str) -> Option<Shared> {
         let map = self.map.lock().ok()?;
         let r = map.get(&(arch, code.to_string())).cloned();
         if r.is_some() {
@@ -253,7 +321,7 @@ impl Cache {
         r
     }
 
-    fn put(&self, arch: Arch, code: &str, r: Shared) {
+    fn put(&self, arch: Target, code: &str, r: Shared) {
         if let Ok(mut map) = self.map.lock() {
             map.insert((arch, code.to_string()), r);
         }
@@ -264,10 +332,11 @@ impl Cache {
 /// failure never stops the others. `on_done` is called as each finishes (for progress bars).
 pub fn compile_all(
     sources: &[Source],
-    arch: Arch,
+    arch: impl Into<Target>,
     cache: &Cache,
     on_done: &(dyn Fn(&Result<Compiled, CompileError>) + Sync),
 ) -> Vec<Shared> {
+    let arch: Target = arch.into();
     sources
         .par_iter()
         .map(|s| {
@@ -298,7 +367,7 @@ pub struct Caches<'a> {
 
 /// Compiles one source through `caches`: memory, then disk, then NVRTC (storing the cubin in
 /// both). Returns the result and whether NVRTC ran.
-pub fn compile_cached(source: &Source, arch: Arch, caches: Caches) -> (Shared, bool) {
+pub fn compile_cached(source: &Source, arch: Target, caches: Caches) -> (Shared, bool) {
     if let Some(r) = caches.memory.get(arch, &source.code) {
         return (r, false);
     }
@@ -322,7 +391,7 @@ pub fn compile_cached(source: &Source, arch: Arch, caches: Caches) -> (Shared, b
 /// for the whole list.
 pub struct Pipeline<'a> {
     sources: &'a [Source],
-    arch: Arch,
+    arch: Target,
     caches: Caches<'a>,
     order: Vec<usize>,
     next: AtomicUsize,
@@ -340,14 +409,14 @@ impl<'a> Pipeline<'a> {
     /// ones are compiled only when asked for). `on_done` sees each result as it finishes.
     pub fn new(
         sources: &'a [Source],
-        arch: Arch,
+        arch: impl Into<Target>,
         caches: Caches<'a>,
         order: Vec<usize>,
         on_done: &'a (dyn Fn(&Result<Compiled, CompileError>) + Sync),
     ) -> Pipeline<'a> {
         Pipeline {
             sources,
-            arch,
+            arch: arch.into(),
             caches,
             order,
             next: AtomicUsize::new(0),
@@ -466,8 +535,9 @@ mod tests {
     }
 }
 
-/// Compiled cubins on disk, keyed by NVRTC version + arch + source hash, so a product's second
-/// start compiles nothing. Writes are atomic (temp file + rename); an unreadable or missing
+/// Compiled cubins on disk, keyed by NVRTC version + target + source hash, so a product's
+/// second start compiles nothing. A cubin for `sm_90` and PTX for `compute_75` hash different
+/// target strings and have different extensions (`.cubin`, `.ptx`): they never meet. Writes are atomic (temp file + rename); an unreadable or missing
 /// entry is simply compiled again.
 #[derive(Debug, Clone)]
 pub struct DiskCache {
@@ -496,7 +566,7 @@ impl DiskCache {
         &self.dir
     }
 
-    fn path(&self, nvrtc: &str, arch: Arch, source: &Source) -> std::path::PathBuf {
+    fn path(&self, nvrtc: &str, arch: Target, source: &Source) -> std::path::PathBuf {
         use sha2::{Digest, Sha256};
         let mut h = Sha256::new();
         for part in [
@@ -508,16 +578,19 @@ impl DiskCache {
             h.update([0u8]);
         }
         let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        let ext = if arch.is_ptx() { "ptx" } else { "cubin" };
         self.dir
-            .join(format!("{}-{}.cubin", source.kernel_name, &hex[..32]))
+            .join(format!("{}-{}.{ext}", source.kernel_name, &hex[..32]))
     }
 
-    /// The cached cubin of `source`, if present.
-    pub fn get(&self, nvrtc: &str, arch: Arch, source: &Source) -> Option<Compiled> {
+    /// The cached image of `source` for `arch` (an [`Arch`]: its cubin; or a [`Target`]), if
+    /// present.
+    pub fn get(&self, nvrtc: &str, arch: impl Into<Target>, source: &Source) -> Option<Compiled> {
+        let arch: Target = arch.into();
         let cubin = std::fs::read(self.path(nvrtc, arch, source)).ok()?;
         (!cubin.is_empty()).then(|| Compiled {
             kernel_name: source.kernel_name.clone(),
-            arch,
+            target: arch,
             cubin,
             compile_ms: 0.0,
         })
@@ -527,7 +600,7 @@ impl DiskCache {
     /// Unlocked ([`crate::fileio::write_atomic`]): two processes storing one cubin write the
     /// same bytes, and either rename leaves a whole file.
     pub fn put(&self, nvrtc: &str, compiled: &Compiled, source: &Source) -> std::io::Result<()> {
-        let path = self.path(nvrtc, compiled.arch, source);
+        let path = self.path(nvrtc, compiled.target, source);
         crate::fileio::write_atomic(&path, |f| std::io::Write::write_all(f, &compiled.cubin))?;
         Ok(())
     }
@@ -550,7 +623,7 @@ mod disk_tests {
         assert!(cache.get("13.0", arch, &src).is_none());
         let c = Compiled {
             kernel_name: "k".into(),
-            arch,
+            target: arch.into(),
             cubin: vec![1, 2, 3],
             compile_ms: 5.0,
         };
@@ -568,5 +641,45 @@ mod disk_tests {
         assert!(cache.get("13.0", arch, &other).is_none());
         let leftovers = std::fs::read_dir(dir.path().join("c")).unwrap().count();
         assert_eq!(leftovers, 1, "no temp files left behind");
+    }
+
+    #[test]
+    fn ptx_and_cubin_never_share_a_cache_entry() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = DiskCache::new(dir.path().join("c"));
+        let src = Source {
+            family: "f".into(),
+            kernel_name: "k".into(),
+            code: "code".into(),
+        };
+        let sm75 = Arch { major: 7, minor: 5 };
+        let ptx = Compiled {
+            kernel_name: "k".into(),
+            target: Target::Ptx(sm75),
+            cubin: b".target sm_75\0".to_vec(),
+            compile_ms: 1.0,
+        };
+        cache.put("13.0", &ptx, &src).unwrap();
+        // Neither the cubin of the same arch nor the device's cubin is the PTX.
+        assert!(cache.get("13.0", sm75, &src).is_none());
+        assert!(cache
+            .get("13.0", Arch { major: 9, minor: 0 }, &src)
+            .is_none());
+        let got = cache.get("13.0", Target::Ptx(sm75), &src).unwrap();
+        assert_eq!(got.target, Target::Ptx(sm75));
+        assert_eq!(got.cubin, ptx.cubin);
+        // The in-memory cache keys by target too.
+        let mem = Cache::new();
+        mem.put(Target::Ptx(sm75), "code", Arc::new(Ok(ptx.clone())));
+        assert!(mem.get(Target::Cubin(sm75), "code").is_none());
+        assert!(mem.get(Target::Ptx(sm75), "code").is_some());
+        // NVRTC's option names the virtual arch.
+        assert!(options(Target::Ptx(sm75)).contains(&"--gpu-architecture=compute_75".to_string()));
+        assert_eq!(Target::Ptx(sm75).to_string(), "compute_75");
+        assert_eq!(Target::Cubin(sm75).to_string(), "sm_75");
+        assert_eq!("compute_75".parse::<Target>().unwrap(), Target::Ptx(sm75));
+        assert_eq!("sm_75".parse::<Target>().unwrap(), Target::Cubin(sm75));
+        assert_eq!("75".parse::<Target>().unwrap(), Target::Cubin(sm75));
+        assert!("compute_x".parse::<Target>().is_err());
     }
 }

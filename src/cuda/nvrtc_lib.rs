@@ -58,6 +58,8 @@ pub(crate) struct Nvrtc {
     program_log: FillFn,
     cubin_size: SizeFn,
     cubin: FillFn,
+    ptx_size: SizeFn,
+    ptx: FillFn,
     destroy_program: DestroyFn,
     error_string: ErrorStringFn,
     /// Holds the functions above valid: never dropped before them (it lives in a static).
@@ -216,6 +218,8 @@ impl Nvrtc {
                 program_log: symbol(&lib, l, "nvrtcGetProgramLog")?,
                 cubin_size: symbol(&lib, l, "nvrtcGetCUBINSize")?,
                 cubin: symbol(&lib, l, "nvrtcGetCUBIN")?,
+                ptx_size: symbol(&lib, l, "nvrtcGetPTXSize")?,
+                ptx: symbol(&lib, l, "nvrtcGetPTX")?,
                 destroy_program: symbol(&lib, l, "nvrtcDestroyProgram")?,
                 error_string: symbol(&lib, l, "nvrtcGetErrorString")?,
                 library,
@@ -347,6 +351,24 @@ impl Program<'_> {
         let rc = unsafe { (self.nvrtc.cubin)(self.raw, cubin.as_mut_ptr().cast()) };
         self.nvrtc.check("nvrtcGetCUBIN", rc)?;
         Ok(cubin)
+    }
+
+    /// The PTX of a program compiled for a virtual arch (`compute_XY`), NUL-terminated as the
+    /// driver's module loader wants it.
+    pub(crate) fn ptx(&self) -> Result<Vec<u8>, CallError> {
+        let mut size = 0usize;
+        // SAFETY: a live program; valid out-pointer.
+        let rc = unsafe { (self.nvrtc.ptx_size)(self.raw, &mut size) };
+        self.nvrtc.check("nvrtcGetPTXSize", rc)?;
+        // The size counts the terminating NUL; one more byte in case it does not.
+        let mut ptx = vec![0u8; size + 1];
+        // SAFETY: `ptx` has room for the `size` bytes NVRTC reported.
+        let rc = unsafe { (self.nvrtc.ptx)(self.raw, ptx.as_mut_ptr().cast()) };
+        self.nvrtc.check("nvrtcGetPTX", rc)?;
+        let end = ptx.iter().position(|&b| b == 0).unwrap_or(size);
+        ptx.truncate(end);
+        ptx.push(0);
+        Ok(ptx)
     }
 }
 

@@ -166,7 +166,7 @@ struct LaunchFile {
 }
 
 /// One point of a space: the family and a value for each parameter.
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
 pub struct Config {
     /// The family's name.
     pub family: String,

@@ -5,9 +5,9 @@
 use crate::cuda::bench::{Bench, RunError};
 use crate::cuda::device::Device;
 use crate::cuda::isolate::{Isolated, WorkerSettings};
-use crate::cuda::nvrtc::{self, Compiled};
+use crate::cuda::nvrtc::{self, Compiled, Target};
 use crate::family::catalog::Catalog;
-use crate::family::space::{Config, Launch};
+use crate::family::space::{Config, Launch, Limits};
 use crate::measure::outcome::{Failure, Measured};
 use crate::measure::timing::{Stats, TimingSettings};
 use crate::problem::{Op, Shape};
@@ -99,31 +99,21 @@ impl<'d> Evaluator<'d> {
         shape: Shape,
         configs: &[Config],
     ) -> Result<Vec<Result<f64, String>>, RunError> {
-        let kernels: Vec<Result<_, String>> = configs
-            .iter()
-            .map(|c| {
-                let family = catalog.get(&c.family).map_err(|e| e.to_string())?;
-                family
-                    .kernel(c, shape, &dev.info.limits)
-                    .map_err(|e| e.to_string())
-            })
-            .collect();
-        let sources: Vec<_> = kernels
-            .iter()
-            .filter_map(|k| k.as_ref().ok().map(|k| k.source.clone()))
-            .collect();
-        let mut compiled = nvrtc::compile_all(&sources, dev.info.arch, cache, &|_| {}).into_iter();
+        let kernels = compile_configs(
+            catalog,
+            cache,
+            dev.info.arch.into(),
+            &dev.info.limits,
+            shape,
+            configs,
+        );
         let mut times = Vec::with_capacity(configs.len());
-        for k in &kernels {
+        for k in kernels {
             times.push(match k {
-                Err(e) => Err(e.clone()),
-                Ok(k) => match compiled.next().as_deref() {
-                    Some(Ok(c)) => match self.evaluate(c, k.launch, None)? {
-                        Ok(m) => Ok(m.stats.median_ms),
-                        Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),
-                    },
-                    Some(Err(e)) => Err(e.to_string()),
-                    None => Err("not compiled".into()),
+                Err(e) => Err(e),
+                Ok((c, launch)) => match self.evaluate(&c, launch, None)? {
+                    Ok(m) => Ok(m.stats.median_ms),
+                    Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),
                 },
             });
         }
@@ -137,4 +127,43 @@ impl<'d> Evaluator<'d> {
             Evaluator::Isolated(w) => w.restarts(),
         }
     }
+}
+
+/// Each of `configs` as the runtime builds it for `shape` (the one function from config, shape
+/// and limits to source and launch, [`crate::family::catalog::Family::kernel`]), compiled for
+/// `target` through `cache` (in parallel; a source compiles once whatever the shape): the
+/// image and the launch, or why not (unknown family, no launch for the shape, compile error).
+pub fn compile_configs(
+    catalog: &Catalog,
+    cache: &nvrtc::Cache,
+    target: Target,
+    limits: &Limits,
+    shape: Shape,
+    configs: &[Config],
+) -> Vec<Result<(Compiled, Launch), String>> {
+    let kernels: Vec<Result<_, String>> = configs
+        .iter()
+        .map(|c| {
+            let family = catalog.get(&c.family).map_err(|e| e.to_string())?;
+            family
+                .kernel(c, shape, limits)
+                .map_err(|e| format!("{}: {e}", family.kernel_name(c)))
+        })
+        .collect();
+    let sources: Vec<_> = kernels
+        .iter()
+        .filter_map(|k| k.as_ref().ok().map(|k| k.source.clone()))
+        .collect();
+    let mut compiled = nvrtc::compile_all(&sources, target, cache, &|_| {}).into_iter();
+    kernels
+        .into_iter()
+        .map(|k| {
+            let k = k?;
+            match compiled.next().as_deref() {
+                Some(Ok(c)) => Ok((c.clone(), k.launch)),
+                Some(Err(e)) => Err(e.to_string()),
+                None => Err(format!("{}: not compiled", k.source.kernel_name)),
+            }
+        })
+        .collect()
 }

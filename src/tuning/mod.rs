@@ -2,7 +2,9 @@
 //! shards ([`shard`]), the analytic performance model ([`model`]), offline replay of journals
 //! ([`replay`]), re-checks of a previous winner ([`recheck`]) and cross-GPU portability
 //! ([`cross`]). [`outcome`] holds the results a run hands to reports; [`workload`] draws the
-//! untuned shapes `autotune evaluate` measures a database on.
+//! untuned shapes `autotune evaluate` measures a database on. [`verify`] re-checks what a
+//! database ships (validation on edge shapes, timing against the record, staleness) and
+//! [`verdict`] judges it; [`sweep`] plans the randomized correctness sweep of the GPU tests.
 
 pub mod cover;
 pub mod cross;
@@ -17,5 +19,8 @@ pub mod replay;
 pub mod session;
 pub mod shard;
 pub mod suite;
+pub mod sweep;
 pub mod tune;
+pub mod verdict;
+pub mod verify;
 pub mod workload;

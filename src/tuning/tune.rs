@@ -475,27 +475,30 @@ fn step_message(kernel: &str, outcome: &Result<Measured, Failure>) -> String {
 }
 
 /// Enumerates, prunes (with the arch's documented limits), instantiates and compiles every
-/// candidate for `arch`. Needs NVRTC, no GPU. Kernels already in `cache` (from another shape
-/// of the same suite: the source does not depend on the shape) are not compiled again.
+/// candidate for `target` (a cubin for an arch, or PTX for a virtual arch: `compute_75`).
+/// Needs NVRTC, no GPU. Kernels already in `cache` (from another shape of the same suite: the
+/// source does not depend on the shape) are not compiled again.
 pub fn dry_run(
     catalog: &Catalog,
     op: Op,
     shape: Shape,
-    arch: Arch,
+    target: impl Into<nvrtc::Target>,
     families: &[String],
     cache: &nvrtc::Cache,
     progress: &dyn Progress,
 ) -> Result<DryRunReport, TuneError> {
+    let target: nvrtc::Target = target.into();
+    let arch = target.arch();
     let start = Instant::now();
     let limits = Limits::for_arch(arch.number() as i64).ok_or(TuneError::UnknownArch { arch })?;
     let (counts, planned) = plan(catalog, op, shape, &limits, families)?;
     let nvrtc = nvrtc::nvrtc_version()?;
     let nvrtc_library = nvrtc::library()?;
-    nvrtc::check_arch(arch)?;
+    nvrtc::check_arch(target)?;
     let sources: Vec<Source> = planned.iter().map(|p| p.source.clone()).collect();
     progress.start(Phase::Compile, sources.len() as u64);
     let hits_before = cache.hits();
-    let compiled = nvrtc::compile_all(&sources, arch, cache, &|r| {
+    let compiled = nvrtc::compile_all(&sources, target, cache, &|r| {
         progress.step(
             Phase::Compile,
             match r {
@@ -529,7 +532,7 @@ pub fn dry_run(
     Ok(DryRunReport {
         op,
         shape,
-        arch: arch.to_string(),
+        arch: target.to_string(),
         nvrtc,
         nvrtc_library,
         families,

@@ -1,0 +1,258 @@
+//! `autotune verify`: re-checks what a database ships for the GPU at hand (validation on the
+//! entries' problems and edge shapes, timing against the record, stale checksums), and exits
+//! non-zero when a kernel fails.
+
+use anyhow::{bail, Context, Result};
+use autotune::cuda::device::Device;
+use autotune::cuda::nvrtc::{self, Target};
+use autotune::db::Database;
+use autotune::measure::timing::TimingSettings;
+use autotune::problem::{Op, Shape};
+use autotune::tuning::sweep;
+use autotune::tuning::verdict::{Policy, Report, Subject, DEFAULT_MAX_SLOWDOWN};
+use autotune::tuning::verify::{self, VerifyOptions};
+use std::path::PathBuf;
+
+#[derive(Debug, clap::Args)]
+pub(super) struct VerifyArgs {
+    /// The tuning database to verify.
+    #[arg(long, default_value = "results/tuning.toml")]
+    db: PathBuf,
+    /// Verify the entries of this GPU, as the database names it (default: the GPU at hand).
+    /// Another GPU's entries are validated, but their timings are not judged.
+    #[arg(long)]
+    gpu: Option<String>,
+    /// Only the entries of this op (gemm or gemv).
+    #[arg(long)]
+    op: Option<String>,
+    /// Only the entry of this shape: MxNxK (gemm), MxK (gemv, with --op gemv).
+    #[arg(long, short)]
+    shape: Option<String>,
+    /// CUDA device ordinal.
+    #[arg(long, default_value_t = 0)]
+    device: usize,
+    /// An entry fails when it runs more than this many times slower than recorded, relative
+    /// to cuBLAS timed in the same process (1.25: 25% slower).
+    #[arg(long, default_value_t = DEFAULT_MAX_SLOWDOWN, value_parser = parse_slowdown)]
+    max_slowdown: f64,
+    /// Read families from this directory (with templates/ and configs/spaces/) instead of the
+    /// built-in ones: entries tuned with other sources are then stale.
+    #[arg(long)]
+    spaces: Option<PathBuf>,
+    /// Compile PTX for this older virtual arch (e.g. compute_75) instead of a cubin for the
+    /// device: the driver JIT-compiles it, so the templates' older-arch code paths run and are
+    /// validated here. Their timings are not this GPU's and are not judged.
+    #[arg(long, value_name = "compute_XY")]
+    ptx_arch: Option<String>,
+    /// Validate on the edge shapes only: no entry problem, no timing (for compute-sanitizer).
+    #[arg(long)]
+    edge_only: bool,
+    /// Also validate the first and last config of every family's space on the edge shapes.
+    #[arg(long)]
+    space_ends: bool,
+    /// Run kernels in this process instead of worker processes (compute-sanitizer needs it):
+    /// a faulting kernel then ends the run.
+    #[arg(long)]
+    in_process: bool,
+    /// Fewer timing samples.
+    #[arg(long)]
+    quick: bool,
+    /// Seed of the inputs.
+    #[arg(long, default_value_t = 0x5EED, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
+    seed: u64,
+    /// Print the report as JSON on stdout instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// A slowdown factor of at least 1.
+fn parse_slowdown(text: &str) -> std::result::Result<f64, String> {
+    match text.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v >= 1.0 => Ok(v),
+        _ => Err(format!(
+            "'{text}' is not a slowdown factor: give a number >= 1, e.g. 1.25 for 25% slower"
+        )),
+    }
+}
+
+/// The shape a family's space ends are taken on.
+fn ends_shape(op: Op) -> Shape {
+    match op {
+        Op::Gemm => Shape {
+            m: 1024,
+            n: 1024,
+            k: 1024,
+        },
+        Op::Gemv => Shape {
+            m: 4096,
+            n: 1,
+            k: 4096,
+        },
+    }
+}
+
+/// `autotune verify`.
+pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
+    let op: Option<Op> = a.op.as_deref().map(str::parse).transpose()?;
+    let shape = match &a.shape {
+        Some(s) => Some(Shape::parse(op.unwrap_or(Op::Gemm), s)?),
+        None => None,
+    };
+    let target: Option<Target> = match &a.ptx_arch {
+        None => None,
+        Some(t) => match t.parse::<Target>()? {
+            p @ Target::Ptx(_) => Some(p),
+            Target::Cubin(_) => {
+                bail!("--ptx-arch takes a virtual arch, compute_XY (e.g. compute_75), not '{t}'")
+            }
+        },
+    };
+    let catalog = super::tuning::catalog(a.spaces.as_deref())?;
+    let db = Database::load_existing(&a.db)?;
+    let dev = Device::open(a.device)?;
+    let gpu = match &a.gpu {
+        Some(g) => autotune::report::gpus::resolve_gpu(&db, &a.db.display().to_string(), g)?,
+        None => dev.info.name.clone(),
+    };
+    let entries: Vec<_> = db
+        .entries
+        .iter()
+        .filter(|e| e.gpu == gpu)
+        .filter(|e| op.is_none_or(|o| e.op == o))
+        .filter(|e| shape.is_none_or(|s| e.shape() == s))
+        .collect();
+    if entries.is_empty() && !a.space_ends {
+        let have: Vec<String> = db
+            .gpus
+            .iter()
+            .map(|g| {
+                let n = db.entries.iter().filter(|e| e.gpu == g.name).count();
+                format!("'{}' ({n} entries)", g.name)
+            })
+            .collect();
+        bail!(
+            "{} has no entry for '{gpu}'{}{}; it has: {}",
+            a.db.display(),
+            op.map_or(String::new(), |o| format!(", op {o}")),
+            shape.map_or(String::new(), |s| format!(
+                ", shape {}",
+                s.label(op.unwrap_or(Op::Gemm))
+            )),
+            if have.is_empty() {
+                "none".to_string()
+            } else {
+                have.join(", ")
+            }
+        );
+    }
+    let mut subjects: Vec<Subject> = entries
+        .iter()
+        .map(|e| {
+            let current = catalog.get(&e.family).ok().map(|f| f.checksum.as_str());
+            Subject::of_entry(e, current)
+        })
+        .collect();
+    if a.space_ends {
+        for o in [Op::Gemm, Op::Gemv] {
+            if op.is_some_and(|x| x != o) {
+                continue;
+            }
+            for f in catalog.for_op(o) {
+                for c in sweep::space_ends(f, ends_shape(o), &dev.info.limits)
+                    .with_context(|| format!("pruning the space of {}", f.name()))?
+                {
+                    if !subjects.iter().any(|s| s.config == c) {
+                        subjects.push(Subject::representative(o, c, true));
+                    }
+                }
+            }
+        }
+    }
+    let timing_not_comparable = match target {
+        Some(t) => Some(format!(
+            "the kernels are PTX for {t}, JIT-compiled by the driver for {} ({}): these are neither the tuned cubins' times nor a {t} GPU's",
+            dev.info.name, dev.info.arch
+        )),
+        None if gpu != dev.info.name => Some(format!(
+            "the entries are {gpu}'s, the kernels ran on {}",
+            dev.info.name
+        )),
+        None => None,
+    };
+    let mut isolation = super::tuning::worker_settings(a.in_process)?;
+    if let (Some(w), Some(_)) = (isolation.as_mut(), target) {
+        // The driver JIT-compiles PTX when a worker loads it: seconds for a large kernel.
+        w.floor = w.floor.max(std::time::Duration::from_secs(30));
+    }
+    let opts = VerifyOptions {
+        seed: a.seed,
+        timing: if a.quick {
+            TimingSettings::quick()
+        } else {
+            TimingSettings::default()
+        },
+        target,
+        edge_only: a.edge_only,
+        isolation,
+    };
+    let target_used = verify::target(&dev, &opts)?;
+    let nvrtc = nvrtc::describe()?;
+    eprintln!(
+        "verify: {} entr{} of {gpu} in {}{} on {} ({}), device {}; {} with NVRTC {nvrtc}; kernels run {}",
+        entries.len(),
+        if entries.len() == 1 { "y" } else { "ies" },
+        a.db.display(),
+        match subjects.len() - entries.len() {
+            0 => String::new(),
+            n => format!(", and {n} space end(s)"),
+        },
+        dev.info.name,
+        dev.info.arch,
+        dev.info.ordinal,
+        if target_used.is_ptx() {
+            format!("PTX for {target_used} (JIT-compiled by the driver; timings not judged, never recorded)")
+        } else {
+            format!("cubins for {target_used}")
+        },
+        if a.in_process {
+            "in this process"
+        } else {
+            "in worker processes"
+        }
+    );
+    let cache = nvrtc::Cache::new();
+    let measured = verify::verify(&dev, &catalog, &cache, &subjects, &opts, &|l| {
+        eprintln!("{l}")
+    })?;
+    let report = Report::new(
+        dev.info.name.clone(),
+        gpu,
+        target_used.to_string(),
+        nvrtc,
+        Policy {
+            max_slowdown: a.max_slowdown,
+            timing_not_comparable,
+        },
+        subjects.into_iter().zip(measured).collect(),
+    );
+    if a.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", report.table().render());
+        print!("{}", report.findings_text());
+    }
+    let failed = report.failures().count();
+    if failed > 0 {
+        let counts: Vec<String> = report
+            .counts()
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        bail!(
+            "{failed} of {} kernel(s) failed verification ({})",
+            report.rows.len(),
+            counts.join(", ")
+        );
+    }
+    Ok(())
+}

@@ -1,0 +1,774 @@
+//! What `autotune verify` concludes about each kernel it checked, from what was measured: pure
+//! (no GPU), so that every rule is tested with made-up measurements.
+//!
+//! A *subject* is a database entry (its config, its problem, and what the database claims:
+//! time, cuBLAS's time, checksum of the family's sources) or a representative config of a
+//! family with no claim (the first and last config of a space, for sanitizer runs). For each,
+//! [`crate::tuning::verify`] measures: validation and timing on the entry's problem, beside
+//! cuBLAS in the same process, and validation on the op's [`edge_shapes`]. A subject fails
+//! ([`Verdict::ok`] is false) when
+//!
+//! * its family's sources changed since it was tuned (stale: the checksum differs) or its
+//!   family is unknown,
+//! * a validation failed (wrong result, out-of-bounds write, crash, compile or load error), or
+//! * it runs slower than recorded by more than [`Policy::max_slowdown`]; the slowdown is
+//!   `(now_ms / recorded_ms) / (cublas_now_ms / cublas_recorded_ms)`, the kernel's time
+//!   relative to cuBLAS's in the same process now against the same ratio recorded, so a GPU
+//!   that runs everything 10% slower today (clocks, temperature, a neighbour) does not fail
+//!   every entry; the raw ratio is reported beside it. When the timing is not this GPU's
+//!   (PTX for an older arch, JIT-compiled; or entries of another GPU), no slowdown is judged.
+
+use crate::db::Entry;
+use crate::family::catalog::Freshness;
+use crate::family::space::{params_label, Config};
+use crate::problem::{Op, Shape};
+use crate::report::{Align, Table};
+use serde::Serialize;
+use std::collections::BTreeMap;
+
+/// The default of `--max-slowdown`: an entry may run 25% slower than recorded (relative to
+/// cuBLAS) before it fails.
+pub const DEFAULT_MAX_SLOWDOWN: f64 = 1.25;
+
+/// The shapes every verified kernel is validated on besides its own problem: single elements,
+/// odd sizes below every tile, a K of 1 with M and N one past and one short of a power of two,
+/// and (gemv) very tall and very wide matrices.
+pub fn edge_shapes(op: Op) -> Vec<Shape> {
+    let s = |m, n, k| Shape { m, n, k };
+    match op {
+        Op::Gemm => vec![
+            s(1, 1, 1),
+            s(3, 5, 7),
+            s(2049, 2047, 1),
+            s(33, 65, 129),
+            s(130, 7, 1001),
+        ],
+        Op::Gemv => vec![
+            s(1, 1, 1),
+            s(3, 1, 5),
+            s(33, 1, 129),
+            s(1000, 1, 999),
+            s(100_000, 1, 3),
+            s(17, 1, 100_001),
+        ],
+    }
+}
+
+/// What the database claims for an entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Claim {
+    /// The GPU the entry was tuned on.
+    pub gpu: String,
+    /// The entry's problem.
+    pub shape: Shape,
+    /// Its recorded median, ms.
+    pub median_ms: f64,
+    /// cuBLAS's median recorded with it, ms.
+    pub cublas_ms: f64,
+    /// The recorded checksum of the family's template and space.
+    pub checksum: String,
+}
+
+/// One kernel to verify: a config, and the database's claim when it comes from an entry.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Subject {
+    /// The op.
+    pub op: Op,
+    /// The config.
+    pub config: Config,
+    /// What the database claims (`None`: a representative config of its family).
+    pub claim: Option<Claim>,
+    /// The claim's checksum against the family's current sources (`Current` without a claim).
+    pub freshness: Freshness,
+}
+
+impl Subject {
+    /// The subject of a database entry, with its freshness against `current`, the checksum of
+    /// the family's sources in the catalog that verifies it (`None`: no such family).
+    pub fn of_entry(entry: &Entry, current: Option<&str>) -> Subject {
+        Subject {
+            op: entry.op,
+            config: Config {
+                family: entry.family.clone(),
+                params: entry.params.clone(),
+            },
+            claim: Some(Claim {
+                gpu: entry.gpu.clone(),
+                shape: entry.shape(),
+                median_ms: entry.median_ms,
+                cublas_ms: entry.cublas_median_ms,
+                checksum: entry.checksum.clone(),
+            }),
+            freshness: Freshness::of(&entry.checksum, current),
+        }
+    }
+
+    /// A representative config with no claim (`known`: its family exists).
+    pub fn representative(op: Op, config: Config, known: bool) -> Subject {
+        Subject {
+            op,
+            config,
+            claim: None,
+            freshness: if known {
+                Freshness::Current
+            } else {
+                Freshness::UnknownFamily
+            },
+        }
+    }
+
+    /// `family P=v ...`.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {}",
+            self.config.family,
+            params_label(&self.config.params)
+        )
+    }
+}
+
+/// The entry's problem, validated and timed now.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+pub struct Retimed {
+    /// The kernel's median now, ms.
+    pub kernel_ms: f64,
+    /// cuBLAS's median now, in the same process, ms.
+    pub cublas_ms: f64,
+    /// The kernel's largest relative error against the float64 reference.
+    pub max_rel_error: f64,
+}
+
+/// One validation on a shape: passed (with its error) or why not.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Check {
+    /// The shape, as the op writes it.
+    pub shape: String,
+    /// The largest relative error (passed), or why it failed.
+    pub outcome: Result<f64, String>,
+}
+
+/// What was measured for one subject.
+#[derive(Debug, Clone, PartialEq, Default, Serialize)]
+pub struct Measurements {
+    /// The entry's problem: retimed, or why it failed (`None`: not run, e.g. `--edge-only` or
+    /// a subject with no claim).
+    pub problem: Option<Result<Retimed, String>>,
+    /// The validations on the edge shapes.
+    pub edges: Vec<Check>,
+}
+
+/// How strict the verdict is.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Policy {
+    /// The largest slowdown (relative to cuBLAS) that passes, e.g. 1.25.
+    pub max_slowdown: f64,
+    /// Why the timings are not comparable with the recorded ones (`None`: they are): then no
+    /// slowdown is judged.
+    pub timing_not_comparable: Option<String>,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy {
+            max_slowdown: DEFAULT_MAX_SLOWDOWN,
+            timing_not_comparable: None,
+        }
+    }
+}
+
+/// One reason a subject fails.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Finding {
+    /// The family's sources changed since the entry was tuned.
+    Stale,
+    /// The catalog has no family of that name.
+    UnknownFamily,
+    /// A validation (or compile, load, launch) failed on a shape.
+    Failed {
+        /// The shape.
+        shape: String,
+        /// Why, as measured.
+        reason: String,
+    },
+    /// Slower than recorded by more than the policy allows.
+    Slower {
+        /// The slowdown relative to cuBLAS.
+        slowdown: f64,
+        /// The limit.
+        max: f64,
+    },
+    /// The recorded times cannot be compared (not positive, not finite).
+    BadRecord {
+        /// What is wrong.
+        what: String,
+    },
+}
+
+impl std::fmt::Display for Finding {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Finding::Stale => f.write_str(
+                "stale: the family's template or space changed since it was tuned (checksum differs): re-tune it",
+            ),
+            Finding::UnknownFamily => f.write_str("unknown family: not in the families verified"),
+            Finding::Failed { shape, reason } => write!(
+                f,
+                "failed on {shape}: {}",
+                reason.lines().next().unwrap_or_default()
+            ),
+            Finding::Slower { slowdown, max } => write!(
+                f,
+                "{slowdown:.2}x slower than recorded relative to cuBLAS (limit {max:.2}x)"
+            ),
+            Finding::BadRecord { what } => write!(f, "the record cannot be compared: {what}"),
+        }
+    }
+}
+
+/// The verdict on one subject.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Verdict {
+    /// Every reason it fails; empty when it passes.
+    pub findings: Vec<Finding>,
+    /// Its time now over its recorded time, as measured (`None`: not timed).
+    pub raw_slowdown: Option<f64>,
+    /// The same relative to cuBLAS: what [`Policy::max_slowdown`] judges.
+    pub slowdown: Option<f64>,
+    /// Whether the slowdown was judged (the timings are comparable).
+    pub timing_judged: bool,
+}
+
+impl Verdict {
+    /// Whether the subject passes.
+    pub fn ok(&self) -> bool {
+        self.findings.is_empty()
+    }
+
+    /// One word or two for the table: `ok`, or the kinds of findings.
+    pub fn status(&self) -> String {
+        if self.ok() {
+            return "ok".into();
+        }
+        let mut words: Vec<&str> = Vec::new();
+        for f in &self.findings {
+            let w = match f {
+                Finding::Stale => "STALE",
+                Finding::UnknownFamily => "UNKNOWN",
+                Finding::Failed { .. } => "FAILED",
+                Finding::Slower { .. } => "SLOWER",
+                Finding::BadRecord { .. } => "BAD RECORD",
+            };
+            if !words.contains(&w) {
+                words.push(w);
+            }
+        }
+        words.join(",")
+    }
+}
+
+/// `(now / recorded) / (cublas now / cublas recorded)`, or the raw ratio when a cuBLAS time is
+/// missing: `(raw, relative)`. `None` when the recorded time is unusable.
+pub fn slowdown(claim: &Claim, now: &Retimed) -> Option<(f64, f64)> {
+    let good = |x: f64| x.is_finite() && x > 0.0;
+    if !good(claim.median_ms) || !good(now.kernel_ms) {
+        return None;
+    }
+    let raw = now.kernel_ms / claim.median_ms;
+    let rel = if good(claim.cublas_ms) && good(now.cublas_ms) {
+        raw / (now.cublas_ms / claim.cublas_ms)
+    } else {
+        raw
+    };
+    Some((raw, rel))
+}
+
+/// The verdict on `subject` given what was measured, under `policy`.
+pub fn judge(subject: &Subject, m: &Measurements, policy: &Policy) -> Verdict {
+    let mut findings = Vec::new();
+    match subject.freshness {
+        Freshness::Current => {}
+        Freshness::Stale => findings.push(Finding::Stale),
+        Freshness::UnknownFamily => findings.push(Finding::UnknownFamily),
+    }
+    let mut raw_slowdown = None;
+    let mut rel_slowdown = None;
+    let judged = policy.timing_not_comparable.is_none();
+    if let (Some(problem), Some(claim)) = (&m.problem, &subject.claim) {
+        match problem {
+            Err(reason) => findings.push(Finding::Failed {
+                shape: claim.shape.label(subject.op),
+                reason: reason.clone(),
+            }),
+            Ok(now) => match slowdown(claim, now) {
+                Some((raw, rel)) => {
+                    raw_slowdown = Some(raw);
+                    rel_slowdown = Some(rel);
+                    // 1e-9: a limit met exactly passes despite rounding.
+                    if judged && rel > policy.max_slowdown + 1e-9 {
+                        findings.push(Finding::Slower {
+                            slowdown: rel,
+                            max: policy.max_slowdown,
+                        });
+                    }
+                }
+                None if judged => findings.push(Finding::BadRecord {
+                    what: format!(
+                        "recorded {} ms, measured {} ms",
+                        claim.median_ms, now.kernel_ms
+                    ),
+                }),
+                None => {}
+            },
+        }
+    }
+    for c in &m.edges {
+        if let Err(reason) = &c.outcome {
+            findings.push(Finding::Failed {
+                shape: c.shape.clone(),
+                reason: reason.clone(),
+            });
+        }
+    }
+    Verdict {
+        findings,
+        raw_slowdown,
+        slowdown: rel_slowdown,
+        timing_judged: judged,
+    }
+}
+
+/// One verified subject: what it is, what was measured, the verdict.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    /// The kernel and its claim.
+    pub subject: Subject,
+    /// What was measured.
+    pub measured: Measurements,
+    /// The verdict.
+    pub verdict: Verdict,
+}
+
+/// A whole verification: the rows and how they were made.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Report {
+    /// The GPU that ran the kernels.
+    pub device: String,
+    /// Whose entries were verified (the database's GPU name).
+    pub gpu: String,
+    /// What NVRTC compiled to: `sm_90` (cubin) or `compute_75` (PTX, JIT-compiled).
+    pub target: String,
+    /// The NVRTC used: version and library.
+    pub nvrtc: String,
+    /// The policy applied.
+    pub policy: Policy,
+    /// One per subject.
+    pub rows: Vec<Row>,
+}
+
+impl Report {
+    /// Judges every subject with its measurements.
+    pub fn new(
+        device: String,
+        gpu: String,
+        target: String,
+        nvrtc: String,
+        policy: Policy,
+        checked: Vec<(Subject, Measurements)>,
+    ) -> Report {
+        let rows = checked
+            .into_iter()
+            .map(|(subject, measured)| Row {
+                verdict: judge(&subject, &measured, &policy),
+                subject,
+                measured,
+            })
+            .collect();
+        Report {
+            device,
+            gpu,
+            target,
+            nvrtc,
+            policy,
+            rows,
+        }
+    }
+
+    /// The rows that fail.
+    pub fn failures(&self) -> impl Iterator<Item = &Row> {
+        self.rows.iter().filter(|r| !r.verdict.ok())
+    }
+
+    /// How many subjects fail, per kind of finding (`stale`, `failed`, `slower`, ...).
+    pub fn counts(&self) -> BTreeMap<String, usize> {
+        let mut out = BTreeMap::new();
+        for r in self.failures() {
+            for w in r.verdict.status().split(',') {
+                *out.entry(w.to_lowercase()).or_insert(0) += 1;
+            }
+        }
+        out
+    }
+
+    /// The table: one row per subject.
+    pub fn table(&self) -> Table {
+        let mut t = Table::new(
+            &["#", "op", "shape", "kernel", "sources", "checks"],
+            &[false, true, true, true, true, false],
+        );
+        for c in [
+            "recorded ms",
+            "now ms",
+            "cuBLAS now ms",
+            "slowdown",
+            "raw",
+            "verdict",
+        ] {
+            t.column(
+                c,
+                if c == "verdict" {
+                    Align::Left
+                } else {
+                    Align::Right
+                },
+            );
+        }
+        let ms = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
+        let factor = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+        for (i, r) in self.rows.iter().enumerate() {
+            let s = &r.subject;
+            let m = &r.measured;
+            let now = match &m.problem {
+                Some(Ok(t)) => Some(*t),
+                _ => None,
+            };
+            let checks = m.edges.len() + usize::from(m.problem.is_some());
+            let passed = m.edges.iter().filter(|c| c.outcome.is_ok()).count()
+                + usize::from(matches!(m.problem, Some(Ok(_))));
+            t.row(vec![
+                (i + 1).to_string(),
+                s.op.to_string(),
+                s.claim
+                    .as_ref()
+                    .map_or("(space end)".to_string(), |c| c.shape.label(s.op)),
+                s.label(),
+                match s.freshness {
+                    Freshness::Current => "current",
+                    Freshness::Stale => "STALE",
+                    Freshness::UnknownFamily => "unknown",
+                }
+                .to_string(),
+                format!("{passed}/{checks} ok"),
+                ms(s.claim.as_ref().map(|c| c.median_ms)),
+                ms(now.map(|t| t.kernel_ms)),
+                ms(now.map(|t| t.cublas_ms)),
+                if r.verdict.timing_judged {
+                    factor(r.verdict.slowdown)
+                } else {
+                    r.verdict
+                        .slowdown
+                        .map_or("-".into(), |v| format!("({v:.3})"))
+                },
+                factor(r.verdict.raw_slowdown),
+                r.verdict.status(),
+            ]);
+        }
+        t
+    }
+
+    /// The text printed after the table: one line per finding, then the summary line
+    /// (`verify: N kernel(s), M ok, ...`).
+    pub fn findings_text(&self) -> String {
+        let mut out = String::new();
+        for (i, r) in self.rows.iter().enumerate() {
+            for f in &r.verdict.findings {
+                out.push_str(&format!(
+                    "#{} {} {}: {f}\n",
+                    i + 1,
+                    r.subject.op,
+                    r.subject.label()
+                ));
+            }
+        }
+        if let Some(why) = &self.policy.timing_not_comparable {
+            out.push_str(&format!(
+                "note: slowdowns not judged: {why}; shown in parentheses, for information only, and never recorded\n"
+            ));
+        }
+        let counts: Vec<String> = self
+            .counts()
+            .iter()
+            .map(|(k, n)| format!("{n} {k}"))
+            .collect();
+        let failed = self.failures().count();
+        out.push_str(&format!(
+            "verify: {} kernel(s), {} ok, {failed} failed{} (max slowdown {:.2}x relative to cuBLAS; target {}; NVRTC {})\n",
+            self.rows.len(),
+            self.rows.len() - failed,
+            if counts.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", counts.join(", "))
+            },
+            self.policy.max_slowdown,
+            self.target,
+            self.nvrtc
+        ));
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn subject(fresh: Freshness, median_ms: f64, cublas_ms: f64) -> Subject {
+        Subject {
+            op: Op::Gemm,
+            config: Config {
+                family: "gemm_tile2d".into(),
+                params: [("BM".to_string(), 64)].into(),
+            },
+            claim: Some(Claim {
+                gpu: "G".into(),
+                shape: Shape {
+                    m: 64,
+                    n: 64,
+                    k: 64,
+                },
+                median_ms,
+                cublas_ms,
+                checksum: "c".into(),
+            }),
+            freshness: fresh,
+        }
+    }
+
+    fn measured(kernel_ms: f64, cublas_ms: f64, edges_ok: bool) -> Measurements {
+        Measurements {
+            problem: Some(Ok(Retimed {
+                kernel_ms,
+                cublas_ms,
+                max_rel_error: 1e-6,
+            })),
+            edges: edge_shapes(Op::Gemm)
+                .iter()
+                .enumerate()
+                .map(|(i, s)| Check {
+                    shape: s.label(Op::Gemm),
+                    outcome: if edges_ok || i != 1 {
+                        Ok(1e-7)
+                    } else {
+                        Err("max relative error 3e-1 > tolerance 5e-6 at (2, 4)\nmore".into())
+                    },
+                })
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn a_current_kernel_as_fast_as_recorded_passes() {
+        let v = judge(
+            &subject(Freshness::Current, 1.0, 1.0),
+            &measured(1.1, 1.0, true),
+            &Policy::default(),
+        );
+        assert!(v.ok(), "{v:?}");
+        assert_eq!(v.status(), "ok");
+        assert!((v.slowdown.unwrap() - 1.1).abs() < 1e-12);
+    }
+
+    #[test]
+    fn slowdown_is_judged_relative_to_cublas() {
+        // The whole GPU is 40% slower today: kernel and cuBLAS alike. Not the kernel's fault.
+        let v = judge(
+            &subject(Freshness::Current, 1.0, 0.8),
+            &measured(1.4, 1.12, true),
+            &Policy::default(),
+        );
+        assert!(v.ok(), "{v:?}");
+        assert!((v.raw_slowdown.unwrap() - 1.4).abs() < 1e-12);
+        assert!((v.slowdown.unwrap() - 1.0).abs() < 1e-12);
+        // An entry that claims twice the speed it has (time halved in the file) fails.
+        let v = judge(
+            &subject(Freshness::Current, 0.5, 1.0),
+            &measured(1.0, 1.0, true),
+            &Policy::default(),
+        );
+        assert_eq!(v.status(), "SLOWER");
+        assert_eq!(
+            v.findings,
+            vec![Finding::Slower {
+                slowdown: 2.0,
+                max: 1.25
+            }]
+        );
+        assert!(v.findings[0].to_string().contains("2.00x slower"));
+    }
+
+    #[test]
+    fn the_limit_is_the_users_and_met_exactly_passes() {
+        let s = subject(Freshness::Current, 1.0, 1.0);
+        let m = measured(1.25, 1.0, true);
+        assert!(judge(&s, &m, &Policy::default()).ok());
+        let strict = Policy {
+            max_slowdown: 1.1,
+            ..Policy::default()
+        };
+        assert!(!judge(&s, &m, &strict).ok());
+        let lax = Policy {
+            max_slowdown: 3.0,
+            ..Policy::default()
+        };
+        assert!(judge(&s, &measured(2.9, 1.0, true), &lax).ok());
+    }
+
+    #[test]
+    fn stale_unknown_and_failed_validations_fail() {
+        let v = judge(
+            &subject(Freshness::Stale, 1.0, 1.0),
+            &measured(1.0, 1.0, true),
+            &Policy::default(),
+        );
+        assert_eq!(v.findings, vec![Finding::Stale]);
+        assert_eq!(v.status(), "STALE");
+        let v = judge(
+            &subject(Freshness::UnknownFamily, 1.0, 1.0),
+            &Measurements::default(),
+            &Policy::default(),
+        );
+        assert_eq!(v.status(), "UNKNOWN");
+        // A wrong result on an edge shape, with the first line of why.
+        let v = judge(
+            &subject(Freshness::Current, 1.0, 1.0),
+            &measured(1.0, 1.0, false),
+            &Policy::default(),
+        );
+        assert_eq!(v.status(), "FAILED");
+        let text = v.findings[0].to_string();
+        assert!(
+            text.starts_with("failed on 3x5x7: max relative error"),
+            "{text}"
+        );
+        assert!(!text.contains("more"), "{text}");
+        // Failing on its own problem, and stale too: both reported.
+        let m = Measurements {
+            problem: Some(Err("Crash: illegal address".into())),
+            edges: vec![],
+        };
+        let v = judge(&subject(Freshness::Stale, 1.0, 1.0), &m, &Policy::default());
+        assert_eq!(v.status(), "STALE,FAILED");
+        assert_eq!(v.slowdown, None);
+    }
+
+    #[test]
+    fn timings_of_another_arch_or_gpu_are_not_judged() {
+        let policy = Policy {
+            timing_not_comparable: Some("PTX for compute_75, JIT-compiled".into()),
+            ..Policy::default()
+        };
+        let v = judge(
+            &subject(Freshness::Current, 0.5, 1.0),
+            &measured(1.0, 1.0, true),
+            &policy,
+        );
+        assert!(v.ok(), "{v:?}");
+        assert!(!v.timing_judged);
+        assert_eq!(v.slowdown, Some(2.0));
+        // Validation still decides.
+        assert!(!judge(
+            &subject(Freshness::Current, 0.5, 1.0),
+            &measured(1.0, 1.0, false),
+            &policy
+        )
+        .ok());
+    }
+
+    #[test]
+    fn unusable_records_and_missing_cublas_times() {
+        let v = judge(
+            &subject(Freshness::Current, 0.0, 1.0),
+            &measured(1.0, 1.0, true),
+            &Policy::default(),
+        );
+        assert_eq!(v.status(), "BAD RECORD");
+        // No cuBLAS time recorded: the raw ratio decides.
+        let s = subject(Freshness::Current, 1.0, 0.0);
+        let v = judge(&s, &measured(1.3, 1.0, true), &Policy::default());
+        assert_eq!(v.slowdown, Some(1.3));
+        assert_eq!(v.status(), "SLOWER");
+    }
+
+    #[test]
+    fn representatives_are_validated_not_timed() {
+        let s = Subject::representative(
+            Op::Gemv,
+            Config {
+                family: "gemv_warp_row".into(),
+                params: BTreeMap::new(),
+            },
+            true,
+        );
+        let m = Measurements {
+            problem: None,
+            edges: vec![Check {
+                shape: "1x1".into(),
+                outcome: Ok(0.0),
+            }],
+        };
+        let v = judge(&s, &m, &Policy::default());
+        assert!(v.ok());
+        assert_eq!(v.slowdown, None);
+    }
+
+    #[test]
+    fn report_table_json_and_summary() {
+        let report = Report::new(
+            "NVIDIA H100 80GB HBM3".into(),
+            "NVIDIA H100 80GB HBM3".into(),
+            "sm_90".into(),
+            "13.0 (/x/libnvrtc.so.13)".into(),
+            Policy::default(),
+            vec![
+                (
+                    subject(Freshness::Current, 1.0, 1.0),
+                    measured(1.0, 1.0, true),
+                ),
+                (
+                    subject(Freshness::Current, 0.5, 1.0),
+                    measured(1.0, 1.0, true),
+                ),
+                (
+                    subject(Freshness::Stale, 1.0, 1.0),
+                    measured(1.0, 1.0, false),
+                ),
+            ],
+        );
+        assert_eq!(report.failures().count(), 2);
+        let counts = report.counts();
+        assert_eq!(counts["slower"], 1);
+        assert_eq!(counts["stale"], 1);
+        assert_eq!(counts["failed"], 1);
+        let table = report.table().render();
+        assert!(table.contains("6/6 ok"), "{table}");
+        assert!(table.contains("5/6 ok"), "{table}");
+        assert!(table.contains("STALE,FAILED"), "{table}");
+        assert!(table.contains("2.000"), "{table}");
+        let text = report.findings_text();
+        assert!(
+            text.ends_with("verify: 3 kernel(s), 1 ok, 2 failed (1 failed, 1 slower, 1 stale) (max slowdown 1.25x relative to cuBLAS; target sm_90; NVRTC 13.0 (/x/libnvrtc.so.13))\n"),
+            "{text}"
+        );
+        assert!(
+            text.contains("#2 gemm gemm_tile2d BM=64: 2.00x slower"),
+            "{text}"
+        );
+        let json = serde_json::to_value(&report).unwrap();
+        assert_eq!(json["rows"][1]["verdict"]["findings"][0]["kind"], "slower");
+        assert_eq!(
+            json["rows"][0]["measured"]["problem"]["Ok"]["kernel_ms"],
+            1.0
+        );
+        assert_eq!(json["target"], "sm_90");
+    }
+}

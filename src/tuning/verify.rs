@@ -1,0 +1,202 @@
+//! `autotune verify`: trust what ships. Every kernel a database holds for this GPU is compiled
+//! as the runtime compiles it ([`compile_configs`]: [`crate::family::catalog::Family::kernel`],
+//! then NVRTC), validated on its entry's problem and on the op's edge shapes
+//! ([`verdict::edge_shapes`]), timed on its problem beside cuBLAS in the same process, and
+//! judged ([`verdict::judge`]) against what the entry recorded: its time and the checksum of
+//! its family's sources.
+//!
+//! Kernels run through the [`Evaluator`]: in worker processes by default (a faulting kernel is
+//! a failed check, not a failed run), or in this process (for compute-sanitizer, which must see
+//! the kernels). With a [`Target::Ptx`] for an older virtual arch the kernels are PTX that the
+//! driver JIT-compiles, so the templates' older-arch paths run here; those timings are not this
+//! GPU's nor the older one's, and the caller says so in the [`verdict::Policy`]. Nothing here
+//! writes a database.
+
+use crate::cuda::bench::RunError;
+use crate::cuda::device::Device;
+use crate::cuda::isolate::WorkerSettings;
+use crate::cuda::nvrtc::{self, Target};
+use crate::family::catalog::Catalog;
+use crate::family::space::Config;
+use crate::measure::timing::TimingSettings;
+use crate::problem::{Op, Shape};
+use crate::tuning::evaluator::{compile_configs, Evaluator};
+use crate::tuning::verdict::{self, Check, Measurements, Retimed, Subject};
+use std::collections::BTreeMap;
+
+/// How kernels are verified.
+#[derive(Debug, Clone)]
+pub struct VerifyOptions {
+    /// Seed of the inputs.
+    pub seed: u64,
+    /// How the entries' problems are timed.
+    pub timing: TimingSettings,
+    /// What NVRTC compiles to (`None`: a cubin for the device's arch, as the runtime does).
+    pub target: Option<Target>,
+    /// Validate on the edge shapes only: no entry problem, no timing (sanitizer runs).
+    pub edge_only: bool,
+    /// Run kernels in worker processes (`None`: in this process).
+    pub isolation: Option<WorkerSettings>,
+}
+
+/// Why a verification stopped (as opposed to a kernel failing, which is a finding).
+#[derive(Debug, thiserror::Error)]
+pub enum VerifyError {
+    /// NVRTC is missing or cannot target the arch.
+    #[error(transparent)]
+    Compile(#[from] nvrtc::CompileError),
+    /// PTX for an arch newer than the device cannot be loaded on it.
+    #[error("PTX for {target} cannot run on {device} ({arch}): give a virtual arch no newer than the device's, e.g. compute_75")]
+    PtxTooNew {
+        /// The target asked for.
+        target: Target,
+        /// The device's name.
+        device: String,
+        /// Its arch.
+        arch: crate::gpu::Arch,
+    },
+    /// The GPU, cuBLAS or a worker failed on a problem.
+    #[error("{op} {shape}: {source}")]
+    Run {
+        /// The op.
+        op: Op,
+        /// The shape.
+        shape: String,
+        /// Why.
+        source: RunError,
+    },
+}
+
+/// The target `opts` compile for on `dev`: its own cubin, or the PTX asked for when the device
+/// can run it (virtual arch no newer than its own) and NVRTC can produce it.
+pub fn target(dev: &Device, opts: &VerifyOptions) -> Result<Target, VerifyError> {
+    let target = opts.target.unwrap_or(Target::Cubin(dev.info.arch));
+    if target.is_ptx() && target.arch() > dev.info.arch {
+        return Err(VerifyError::PtxTooNew {
+            target,
+            device: dev.info.name.clone(),
+            arch: dev.info.arch,
+        });
+    }
+    nvrtc::check_arch(target)?;
+    Ok(target)
+}
+
+/// Measures every subject on `dev` (see the module documentation); one [`Measurements`] per
+/// subject, in order. `progress` gets a line per problem and edge shape.
+pub fn verify(
+    dev: &Device,
+    catalog: &Catalog,
+    cache: &nvrtc::Cache,
+    subjects: &[Subject],
+    opts: &VerifyOptions,
+    progress: &dyn Fn(&str),
+) -> Result<Vec<Measurements>, VerifyError> {
+    let target = target(dev, opts)?;
+    let mut out = vec![Measurements::default(); subjects.len()];
+    let run_err = |op: Op, shape: Shape| {
+        move |source| VerifyError::Run {
+            op,
+            shape: shape.label(op),
+            source,
+        }
+    };
+    // Subjects whose family is unknown are judged on that alone.
+    let known = |s: &Subject| catalog.get(&s.config.family).is_ok();
+    if !opts.edge_only {
+        // The entries' own problems, one evaluator (and one cuBLAS baseline) per problem.
+        let mut problems: BTreeMap<(Op, Shape), Vec<usize>> = BTreeMap::new();
+        for (i, s) in subjects.iter().enumerate() {
+            if let (Some(c), true) = (&s.claim, known(s)) {
+                problems.entry((s.op, c.shape)).or_default().push(i);
+            }
+        }
+        for ((op, shape), members) in &problems {
+            let err = run_err(*op, *shape);
+            let mut eval = Evaluator::open(
+                dev,
+                *op,
+                *shape,
+                opts.seed,
+                opts.timing,
+                opts.isolation.as_ref(),
+            )
+            .map_err(err)?;
+            let (cublas, _) = eval.baseline().map_err(err)?;
+            let configs: Vec<Config> = members
+                .iter()
+                .map(|&i| subjects[i].config.clone())
+                .collect();
+            let kernels =
+                compile_configs(catalog, cache, target, &dev.info.limits, *shape, &configs);
+            for (&i, k) in members.iter().zip(kernels) {
+                let r = match k {
+                    Err(e) => Err(format!("Compile: {e}")),
+                    Ok((c, launch)) => match eval.evaluate(&c, launch, None).map_err(err)? {
+                        Ok(m) => Ok(Retimed {
+                            kernel_ms: m.stats.median_ms,
+                            cublas_ms: cublas.median_ms,
+                            max_rel_error: m.max_rel_error,
+                        }),
+                        Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),
+                    },
+                };
+                out[i].problem = Some(r);
+            }
+            progress(&format!(
+                "verify: {op} {}: {} kernel(s) validated and timed beside cuBLAS ({:.4} ms)",
+                shape.label(*op),
+                members.len(),
+                cublas.median_ms
+            ));
+        }
+    }
+    // The edge shapes: every known subject of the op on each.
+    for op in [Op::Gemm, Op::Gemv] {
+        let members: Vec<usize> = (0..subjects.len())
+            .filter(|&i| subjects[i].op == op && known(&subjects[i]))
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        let configs: Vec<Config> = members
+            .iter()
+            .map(|&i| subjects[i].config.clone())
+            .collect();
+        for shape in verdict::edge_shapes(op) {
+            let err = run_err(op, shape);
+            let mut eval = Evaluator::open(
+                dev,
+                op,
+                shape,
+                opts.seed,
+                TimingSettings::quick(),
+                opts.isolation.as_ref(),
+            )
+            .map_err(err)?;
+            let kernels =
+                compile_configs(catalog, cache, target, &dev.info.limits, shape, &configs);
+            let mut failed = 0;
+            for (&i, k) in members.iter().zip(kernels) {
+                let outcome = match k {
+                    Err(e) => Err(format!("Compile: {e}")),
+                    Ok((c, launch)) => eval
+                        .check(&c, launch)
+                        .map_err(err)?
+                        .map_err(|f| format!("{:?}: {}", f.stage, f.reason)),
+                };
+                failed += usize::from(outcome.is_err());
+                out[i].edges.push(Check {
+                    shape: shape.label(op),
+                    outcome,
+                });
+            }
+            progress(&format!(
+                "verify: {op} {}: {} kernel(s) validated, {failed} failed",
+                shape.label(op),
+                members.len()
+            ));
+        }
+    }
+    Ok(out)
+}
