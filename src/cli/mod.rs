@@ -525,7 +525,7 @@ fn best(a: &BestArgs) -> Result<()> {
                 )
             })?;
         println!(
-            "launch {}: grid {:?}, block {:?}, dynamic shared memory {} B{}",
+            "launch {}: grid {:?}, block {:?}, dynamic shared memory {} B{}{}{}",
             family.kernel_name(&config),
             l.grid,
             l.block,
@@ -534,6 +534,13 @@ fn best(a: &BestArgs) -> Result<()> {
                 ", output zeroed first"
             } else {
                 ""
+            },
+            l.workspace_bytes
+                .map_or(String::new(), |b| format!(", workspace {b} B")),
+            if family.space.deterministic {
+                ", deterministic"
+            } else {
+                ", not deterministic"
             }
         );
     }

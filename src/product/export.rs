@@ -19,9 +19,16 @@
 //!   no runtime API headers), which zeroes the output when the kernel accumulates with atomics,
 //!   opts in to more than 48 KiB of dynamic shared memory when needed, launches on a stream and
 //!   returns `cudaGetLastError()`.
+//!
+//! A kernel whose family declares a workspace ([`Launch::workspace_bytes`]) takes it as its last
+//! argument; so does the helper (`void* workspace`, before the stream), and the header defines
+//! its size as `<helper>_workspace_bytes`. The caller passes a buffer of at least that size,
+//! zeroed as the family needs ([`crate::family::space::WorkspaceZero`], stated in the helper's
+//! comment), or `nullptr`: then the helper allocates, zeroes and frees one itself, in stream
+//! order (`cudaMallocAsync`), on every call.
 
 use crate::family::catalog::{Family, Freshness, Kernel, Source};
-use crate::family::space::{Launch, Limits, SpaceError};
+use crate::family::space::{Launch, Limits, SpaceError, WorkspaceZero};
 use crate::problem::{Op, Shape};
 use crate::product::lookup::{Choice, Rule};
 use std::fmt::{self, Write as _};
@@ -290,7 +297,7 @@ fn comment_block(
         );
     }
     lines.push(format!(
-        "Launch:   grid ({}, {}, {}), block ({}, {}, {}), dynamic shared memory {} B{}",
+        "Launch:   grid ({}, {}, {}), block ({}, {}, {}), dynamic shared memory {} B{}{}",
         launch.grid.0,
         launch.grid.1,
         launch.grid.2,
@@ -302,16 +309,33 @@ fn comment_block(
             ", output zeroed first"
         } else {
             ""
+        },
+        match launch.workspace_bytes {
+            Some(b) => format!(", workspace {b} B"),
+            None => String::new(),
+        }
+    ));
+    lines.push(format!(
+        "Results:  {}",
+        if family.space.deterministic {
+            "deterministic (bit-identical on every run)"
+        } else {
+            "not deterministic (the order of atomic additions varies from run to run)"
         }
     ));
     lines.push(String::new());
+    let ws = if launch.workspace_bytes.is_some() {
+        ", workspace"
+    } else {
+        ""
+    };
     let (usage, layout) = match op {
         Op::Gemm => (
-            "A, B, C, stream",
+            format!("A, B, C{ws}, stream"),
             "C = A B, row-major: A is M x K, B is K x N, C is M x N (device pointers)",
         ),
         Op::Gemv => (
-            "A, x, y, stream",
+            format!("A, x, y{ws}, stream"),
             "y = A x, row-major A is M x K, x has K and y has M elements (device pointers)",
         ),
     };
@@ -320,6 +344,17 @@ fn comment_block(
         helper_name(op, shape)
     ));
     lines.push(format!("          {layout}."));
+    if let Some(bytes) = launch.workspace_bytes {
+        lines.push(format!(
+            "          workspace: {bytes} bytes of device memory ({}_workspace_bytes), 16-byte aligned, {}",
+            helper_name(op, shape),
+            workspace_rule(launch.workspace_zero)
+        ));
+        lines.push(
+            "          (or nullptr: the helper then allocates, zeroes and frees one on every call)."
+                .into(),
+        );
+    }
     lines.push(
         "          The geometry is for exactly this shape; other shapes need their own export."
             .into(),
@@ -336,6 +371,15 @@ fn comment_block(
         }
     }
     h.push('\n');
+}
+
+/// What the caller of a helper must do with a workspace zeroed as `zero` says.
+fn workspace_rule(zero: WorkspaceZero) -> &'static str {
+    match zero {
+        WorkspaceZero::Once => "zeroed (cudaMemsetAsync) before its first use and again whenever another kernel used it since; the kernel leaves it zeroed for the next call; calls that may overlap (other streams) need one each",
+        WorkspaceZero::EveryLaunch => "zeroed by the helper on every call; calls that may overlap (other streams) need one each",
+        WorkspaceZero::Never => "needing no initialisation; calls that may overlap (other streams) need one each",
+    }
 }
 
 fn launch_helper(
@@ -368,6 +412,12 @@ fn launch_helper(
         h,
         "// Host launch helper (not for NVRTC, which has no runtime API).\n#ifndef __CUDACC_RTC__\n#include <cuda_runtime.h>\n"
     );
+    if let Some(bytes) = launch.workspace_bytes {
+        let _ = writeln!(
+            h,
+            "// Bytes of the workspace {helper} needs.\nstatic const size_t {helper}_workspace_bytes = {bytes}ull;\n"
+        );
+    }
     let _ = writeln!(
         h,
         "// Launches {kernel} for {op} {} on `stream`; returns cudaGetLastError().",
@@ -376,13 +426,27 @@ fn launch_helper(
             Op::Gemv => format!("{m}x{k}"),
         }
     );
+    let (params, args) = match launch.workspace_bytes {
+        Some(_) => {
+            let _ = writeln!(
+                h,
+                "// `workspace`: at least {helper}_workspace_bytes bytes of device memory, 16-byte aligned,\n// {}; or nullptr, and the helper allocates, zeroes and frees one (stream-ordered) itself.",
+                workspace_rule(launch.workspace_zero)
+            );
+            (
+                format!("{params}, void* workspace"),
+                format!("{args}, static_cast<float*>(workspace)"),
+            )
+        }
+        None => (params.to_string(), args.to_string()),
+    };
     let _ = writeln!(
         h,
         "static inline cudaError_t {helper}({params}, cudaStream_t stream)\n{{"
     );
     h.push_str(&dims);
     // Declared only where a call before the launch can fail: nvcc warns about an unused one.
-    if launch.zero_output || smem > DEFAULT_SHARED_LIMIT {
+    if launch.zero_output || smem > DEFAULT_SHARED_LIMIT || launch.workspace_bytes.is_some() {
         let _ = writeln!(h, "    cudaError_t err = cudaSuccess;");
     }
     if launch.zero_output {
@@ -397,15 +461,42 @@ fn launch_helper(
             "    err = cudaFuncSetAttribute({namespace}::{kernel}, cudaFuncAttributeMaxDynamicSharedMemorySize, {smem});\n    if (err != cudaSuccess) return err;"
         );
     }
+    // Last before the launch: nothing can fail between the allocation and the free.
+    if launch.workspace_bytes.is_some() {
+        let _ = writeln!(
+            h,
+            "    void* owned = nullptr;\n    if (workspace == nullptr) {{\n        err = cudaMallocAsync(&owned, {helper}_workspace_bytes, stream);\n        if (err != cudaSuccess) return err;\n        workspace = owned;"
+        );
+        if launch.workspace_zero == WorkspaceZero::Once {
+            let _ = writeln!(
+                h,
+                "        err = cudaMemsetAsync(workspace, 0, {helper}_workspace_bytes, stream);\n        if (err != cudaSuccess) {{ cudaFreeAsync(owned, stream); return err; }}"
+            );
+        }
+        let _ = writeln!(h, "    }}");
+        if launch.workspace_zero == WorkspaceZero::EveryLaunch {
+            let _ = writeln!(
+                h,
+                "    err = cudaMemsetAsync(workspace, 0, {helper}_workspace_bytes, stream);\n    if (err != cudaSuccess) {{ if (owned) cudaFreeAsync(owned, stream); return err; }}"
+            );
+        }
+    }
     let _ = writeln!(
         h,
         "    {namespace}::{kernel}<<<dim3({}u, {}u, {}u), dim3({}u, {}u, {}u), {smem}u, stream>>>({args});",
         g.0, g.1, g.2, b.0, b.1, b.2
     );
-    let _ = writeln!(
-        h,
-        "    return cudaGetLastError();\n}}\n#endif  // __CUDACC_RTC__"
-    );
+    if launch.workspace_bytes.is_some() {
+        let _ = writeln!(
+            h,
+            "    err = cudaGetLastError();\n    if (owned != nullptr) {{\n        const cudaError_t freed = cudaFreeAsync(owned, stream);\n        if (err == cudaSuccess) err = freed;\n    }}\n    return err;\n}}\n#endif  // __CUDACC_RTC__"
+        );
+    } else {
+        let _ = writeln!(
+            h,
+            "    return cudaGetLastError();\n}}\n#endif  // __CUDACC_RTC__"
+        );
+    }
 }
 
 #[cfg(test)]

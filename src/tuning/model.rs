@@ -19,13 +19,17 @@
 //! - **memory-level parallelism** (gemv): the bandwidth an SM draws grows with the bytes its
 //!   resident threads keep in flight (Little's law), up to its share of the device's.
 //!
+//! - **workspace traffic**: a kernel with a workspace ([`Launch::workspace_bytes`]) is taken to
+//!   write it once and read it once (split-K partials reduced by the last block of a tile),
+//!   on top of the compulsory traffic; zeroing it every launch costs a launch and a pass.
+//!
 //! A space file may refine the per-config figures in an optional `[model]` section
 //! (`registers`, `global_bytes`, `bytes_in_flight`; see [`crate::family::space::ModelHints`]); without
 //! one the model uses the generic defaults described on [`estimate`]. The estimate is a
 //! ranking heuristic: it knows nothing of coalescing, vector widths or instruction mixes.
 
 use crate::family::catalog::Catalog;
-use crate::family::space::{Config, Launch, Limits, ModelHints};
+use crate::family::space::{Config, Launch, Limits, ModelHints, WorkspaceZero};
 use crate::gpu::{arch_facts, known_gpu, DeviceInfo};
 use crate::problem::{Op, Shape};
 use crate::search::Candidate;
@@ -246,6 +250,16 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
     } else {
         0.0
     };
+    let workspace = l.workspace_bytes.unwrap_or(0) as f64;
+    let zero_ms = zero_ms
+        + match l.workspace_bytes {
+            Some(_) if l.workspace_zero == WorkspaceZero::EveryLaunch => {
+                LAUNCH_MS + workspace / bw * 1e3
+            }
+            _ => 0.0,
+        };
+    // Written once and read once, beyond what the family's own figure says.
+    let workspace_traffic = 2.0 * workspace;
     let (compute_s, memory_s) = match op {
         Op::Gemm => {
             // Compute: an SM's FMA rate, reduced when too few warps x independent FMAs hide
@@ -298,7 +312,7 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
             let dram = h
                 .global_bytes
                 .map(|b| b as f64)
-                .unwrap_or(4.0 * (m * k + k * n + m * n) + atomics);
+                .unwrap_or(4.0 * (m * k + k * n + m * n) + atomics + workspace_traffic);
             (compute, l2.max(dram / bw))
         }
         Op::Gemv => {
@@ -306,7 +320,7 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
             let bytes = h
                 .global_bytes
                 .map(|b| b as f64)
-                .unwrap_or(4.0 * (m * k + k + m) + atomics);
+                .unwrap_or(4.0 * (m * k + k + m) + atomics + workspace_traffic);
             let in_flight = h.bytes_in_flight.map_or(16.0, |b| b.max(1) as f64);
             let share = SM_BANDWIDTH_SHARE * bw / f64::from(sms);
             let rate =
@@ -379,6 +393,8 @@ mod tests {
                 block: (threads, 1, 1),
                 dynamic_shared_bytes: smem,
                 zero_output: false,
+                workspace_bytes: None,
+                workspace_zero: WorkspaceZero::Once,
             },
             hints: ModelHints::default(),
         }
