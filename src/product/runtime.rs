@@ -418,8 +418,15 @@ impl Tuned {
                 // The lock is held while the launch is enqueued, so the buffer is neither
                 // replaced nor re-zeroed by another thread in between.
                 let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
-                let ws = workspace(&mut map, stream, bytes, launch.workspace_zero, kernel, shape)
-                    .map_err(fail)?;
+                let ws = workspace(
+                    &mut map,
+                    stream,
+                    bytes,
+                    launch.workspace_zero,
+                    kernel,
+                    shape,
+                )
+                .map_err(fail)?;
                 bench::launch(
                     stream,
                     func,
