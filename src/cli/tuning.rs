@@ -491,10 +491,15 @@ impl Progress for Bars {
 }
 
 fn catalog(args: &Args) -> Result<Catalog> {
-    Ok(match &args.spaces {
+    let catalog = match &args.spaces {
         Some(dir) => Catalog::from_dir(dir)
             .with_context(|| format!("loading kernel families from {}", dir.display()))?,
         None => Catalog::builtin().context("loading the built-in kernel families")?,
+    };
+    Ok(if args.deterministic {
+        catalog.deterministic_only(&args.families)?
+    } else {
+        catalog
     })
 }
 

@@ -376,7 +376,7 @@ fn comment_block(
 /// What the caller of a helper must do with a workspace zeroed as `zero` says.
 fn workspace_rule(zero: WorkspaceZero) -> &'static str {
     match zero {
-        WorkspaceZero::Once => "zeroed (cudaMemsetAsync) before its first use and again whenever another kernel used it since; the kernel leaves it zeroed for the next call; calls that may overlap (other streams) need one each",
+        WorkspaceZero::Once => "zeroed (cudaMemsetAsync) before its first use and again after it served another helper (another kernel or shape); the kernel leaves it zeroed for this helper's next call; calls that may overlap (other streams) need one each",
         WorkspaceZero::EveryLaunch => "zeroed by the helper on every call; calls that may overlap (other streams) need one each",
         WorkspaceZero::Never => "needing no initialisation; calls that may overlap (other streams) need one each",
     }
@@ -608,6 +608,86 @@ mod tests {
         );
         let (h, _, _) = export(&c, Op::Gemv, "1024x65536");
         assert!(!h.contains("cudaFuncSetAttribute"));
+    }
+
+    #[test]
+    fn a_workspace_kernel_gets_a_workspace_argument_its_size_and_a_fallback() {
+        let c = choice(
+            "gemm_warptile_splitk_det",
+            &[
+                ("BK", 16),
+                ("BM", 64),
+                ("BN", 64),
+                ("GROUP_M", 1),
+                ("MIN_BLOCKS", 1),
+                ("PAD", 4),
+                ("SPLIT_K", 8),
+                ("STAGES", 3),
+                ("TM", 4),
+                ("TN", 4),
+                ("WM", 32),
+                ("WN", 32),
+                ("WNITER", 1),
+            ],
+        );
+        let (h, src, l) = export(&c, Op::Gemm, "256x256x16384");
+        let bytes = 4 * 16 * (8 * 64 * 64 + 1);
+        assert_eq!(l.workspace_bytes, Some(bytes));
+        let helper = "autotune_gemm_256x256x16384";
+        assert!(h.contains(&format!(
+            "static const size_t {helper}_workspace_bytes = {bytes}ull;"
+        )));
+        assert!(h.contains(&format!(
+            "static inline cudaError_t {helper}(const float* A, const float* B, float* C, void* workspace, cudaStream_t stream)"
+        )));
+        let k = &src.kernel_name;
+        assert!(
+            h.contains(&format!(
+                ">>>(M, N, K, A, B, C, static_cast<float*>(workspace));"
+            )),
+            "{h}"
+        );
+        assert!(h.contains(&format!("autotune_{k}::{k}<<<")));
+        // Usage, size and the zeroing rule are documented; nullptr allocates, zeroes, frees.
+        assert!(h.contains(
+            "Usage:    cudaError_t err = autotune_gemm_256x256x16384(A, B, C, workspace, stream);"
+        ));
+        assert!(
+            h.contains(&format!(
+                "workspace: {bytes} bytes of device memory ({helper}_workspace_bytes)"
+            )),
+            "{h}"
+        );
+        assert!(h.contains("zeroed (cudaMemsetAsync) before its first use"));
+        assert!(h.contains(&format!("workspace {bytes} B")));
+        assert!(h.contains("Results:  deterministic"));
+        assert!(h.contains(&format!(
+            "err = cudaMallocAsync(&owned, {helper}_workspace_bytes, stream);"
+        )));
+        assert!(h.contains(&format!(
+            "err = cudaMemsetAsync(workspace, 0, {helper}_workspace_bytes, stream);"
+        )));
+        assert!(h.contains("cudaFreeAsync(owned, stream)"));
+        // Zeroed once: only the helper's own buffer is zeroed, not the caller's every call;
+        // and C is not zeroed (no atomics).
+        assert_eq!(h.matches("cudaMemsetAsync(").count(), 1, "{h}");
+        let launch = h.find(&format!("autotune_{k}::{k}<<<")).unwrap();
+        assert!(h.find("cudaMallocAsync").unwrap() < launch);
+        assert!(h.rfind("cudaFreeAsync(owned").unwrap() > launch);
+
+        // The atomic split-K family: no workspace, C zeroed, not deterministic.
+        let c = choice(
+            "gemm_warptile_splitk",
+            &c.params
+                .iter()
+                .map(|(k, v)| (k.as_str(), *v))
+                .collect::<Vec<_>>(),
+        );
+        let (h, _, l) = export(&c, Op::Gemm, "256x256x16384");
+        assert_eq!(l.workspace_bytes, None);
+        assert!(!h.contains("workspace"), "{h}");
+        assert!(h.contains("Results:  not deterministic"));
+        assert!(h.contains("cudaMemsetAsync(C, 0,"));
     }
 
     #[test]

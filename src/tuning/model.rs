@@ -293,7 +293,9 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
             );
             // Memory: every tile reads an A panel and a B panel (2 sqrt(area) x K floats)
             // through L2; device memory sees each matrix once (unless the space says more).
-            let l2_per_block = 4.0 * 2.0 * area.sqrt() * (k / split as f64);
+            // A workspace passes through L2 as well (written and read once).
+            let l2_per_block =
+                4.0 * 2.0 * area.sqrt() * (k / split as f64) + workspace_traffic / blocks as f64;
             let sm_l2 = L2_BYTES_PER_CLK_PER_SM * f64::from(machine.clock_mhz) * 1e6;
             let l2 = schedule(
                 blocks,
@@ -519,6 +521,47 @@ mod tests {
             (filled - bare - 9.0 * fill).abs() < 1e-12,
             "{filled} vs {bare}"
         );
+    }
+
+    #[test]
+    fn workspace_traffic_and_per_launch_zeroing_cost_time() {
+        let m = h100();
+        // Split-K on a small output with a long K: 16 tiles x 16 splits of 64x64.
+        let shape = Shape {
+            m: 256,
+            n: 256,
+            k: 16384,
+        };
+        let mut fp = launch(16, 128, 48 * 1024);
+        fp.launch.grid.2 = 16;
+        let bare = estimate(Op::Gemm, shape, &fp, &m);
+        // Partials of 16 splits x 256 x 256 floats (4 MiB) plus a counter per tile, written
+        // and read once: more memory time, and no less in all.
+        let ws = 4 * 16 * 256 * 256 + 4 * 16;
+        fp.launch.workspace_bytes = Some(ws);
+        let once = estimate(Op::Gemm, shape, &fp, &m);
+        // (The tiles' panels already pass 128 MiB through L2: 8 MiB more is ~6%.)
+        assert!(
+            once.memory_ms > 1.05 * bare.memory_ms,
+            "{once:?} vs {bare:?}"
+        );
+        assert!(once.time_ms > bare.time_ms, "{once:?} vs {bare:?}");
+        assert_eq!(once.compute_ms, bare.compute_ms);
+        let base = 4.0 * (256.0 * 16384.0 * 2.0 + 256.0 * 256.0);
+        fp.launch.workspace_zero = WorkspaceZero::EveryLaunch;
+        let every = estimate(Op::Gemm, shape, &fp, &m);
+        let zeroing = LAUNCH_MS + ws as f64 / (m.dram_gbs * 1e9) * 1e3;
+        assert!(
+            (every.time_ms - once.time_ms - zeroing).abs() < 1e-12,
+            "{every:?} vs {once:?}"
+        );
+        // A family's own global_bytes figure replaces the device-memory traffic, workspace
+        // included: a huge figure is taken as is.
+        fp.launch.workspace_zero = WorkspaceZero::Once;
+        fp.hints.global_bytes = Some(1000 * base as i64);
+        let hinted = estimate(Op::Gemm, shape, &fp, &m);
+        let dram_ms = 1000.0 * base / (m.dram_gbs * 1e9) * 1e3;
+        assert!((hinted.memory_ms - dram_ms).abs() < 1e-12, "{hinted:?}");
     }
 
     #[test]
