@@ -642,9 +642,7 @@ mod tests {
         )));
         let k = &src.kernel_name;
         assert!(
-            h.contains(&format!(
-                ">>>(M, N, K, A, B, C, static_cast<float*>(workspace));"
-            )),
+            h.contains(">>>(M, N, K, A, B, C, static_cast<float*>(workspace));"),
             "{h}"
         );
         assert!(h.contains(&format!("autotune_{k}::{k}<<<")));
