@@ -714,3 +714,236 @@ fn randomized_sweep_through_older_ptx() {
     let target = ptx_from_env().unwrap_or(Target::Ptx(autotune::gpu::Arch { major: 7, minor: 5 }));
     run_sweep(&dev, sweep_mode(), target, "older PTX");
 }
+
+/// The deterministic split-K family (`gemm_warptile_splitk_det`): every config validates on
+/// edge shapes (validation launches it twice on one workspace, so a kernel that leaves its tile
+/// counters dirty fails), and two launches of one config on the same inputs give bit-identical
+/// outputs on a shape with several splits, run directly and through the runtime (which brings
+/// its own workspace). The atomic split-K family runs twice too; whether its outputs differed
+/// is printed, not asserted.
+#[test]
+fn deterministic_split_k_validates_and_repeats_bit_for_bit() {
+    use autotune::cuda::bench;
+    use autotune::family::space::Config;
+    let Some(dev) = device() else { return };
+    let cat = Catalog::builtin().unwrap();
+    const DET: &str = "gemm_warptile_splitk_det";
+    const ATOMIC: &str = "gemm_warptile_splitk";
+
+    // 1. Every config on edge shapes: fewer non-empty K chunks than SPLIT_K (130, 1001), a
+    //    single chunk (K = 1, 7), ragged M and N, and the long-K shape of part 2.
+    let list = [
+        "1x1x1",
+        "3x5x7",
+        "2049x2047x1",
+        "33x65x129",
+        "70x130x130",
+        "130x7x1001",
+        "257x130x4099",
+        "256x256x16384",
+    ];
+    let shapes: Vec<Shape> = list
+        .iter()
+        .map(|s| Shape::parse(Op::Gemm, s).unwrap())
+        .collect();
+    let results = tune::validate_all(
+        &dev,
+        &cat,
+        Op::Gemm,
+        &shapes,
+        &[DET.to_string()],
+        11,
+        Some(&WorkerSettings::new(common::bin())),
+    )
+    .unwrap();
+    let failed: Vec<_> = results.iter().filter(|r| r.outcome.is_err()).collect();
+    for f in &failed {
+        eprintln!(
+            "{} on {}: {:?}",
+            f.kernel,
+            f.shape.label(Op::Gemm),
+            f.outcome
+        );
+    }
+    for s in &shapes {
+        assert!(
+            results.iter().any(|r| r.shape == *s),
+            "no config of {DET} on {}",
+            s.label(Op::Gemm)
+        );
+    }
+    println!(
+        "{DET}: validated {} (config, shape) pairs; {} failed",
+        results.len(),
+        failed.len()
+    );
+    assert!(failed.is_empty(), "{} validations failed", failed.len());
+
+    // 2. Bit-for-bit repeats on a shape with several splits: one config per SPLIT_K value.
+    let shape = Shape::parse(Op::Gemm, "256x256x16384").unwrap();
+    let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+    let s = &dev.stream;
+    let a: Vec<f32> = (0..m * k)
+        .map(|i| ((i * 7919 % 2003) as f32 - 1001.0) / 1000.0)
+        .collect();
+    let b: Vec<f32> = (0..k * n)
+        .map(|i| ((i * 104_729 % 1999) as f32 - 999.0) / 1000.0)
+        .collect();
+    let da = s.clone_htod(&a).unwrap();
+    let db_ = s.clone_htod(&b).unwrap();
+    let mut dc = s.alloc_zeros::<f32>(m * n).unwrap();
+    let poison = vec![f32::NAN; m * n];
+    let det = cat.get(DET).unwrap();
+    let valid = det.space.prune(shape, &dev.info.limits).unwrap().valid;
+    let mut picked: Vec<Config> = Vec::new();
+    for c in valid {
+        if !picked
+            .iter()
+            .any(|p| p.params["SPLIT_K"] == c.params["SPLIT_K"])
+        {
+            picked.push(c);
+        }
+    }
+    assert!(
+        picked.iter().any(|c| c.params["SPLIT_K"] >= 8),
+        "{picked:?}"
+    );
+    // Runs `config` of `family` twice on one workspace (zeroed once) and returns both outputs.
+    let twice = |family: &str, config: &Config| -> (Vec<f32>, Vec<f32>) {
+        let mut out = s.alloc_zeros::<f32>(m * n).unwrap();
+        let fam = cat.get(family).unwrap();
+        let config = Config {
+            family: family.to_string(),
+            params: config.params.clone(),
+        };
+        let kern = fam.kernel(&config, shape, &dev.info.limits).unwrap();
+        let compiled = autotune::cuda::nvrtc::compile(&kern.source, dev.info.arch).unwrap();
+        let func = bench::load_function(
+            &dev.ctx,
+            &compiled.cubin,
+            &compiled.kernel_name,
+            kern.launch.dynamic_shared_bytes,
+        )
+        .unwrap();
+        let ws_len = kern.launch.workspace_bytes.unwrap_or(0).max(16) as usize;
+        let mut ws = s.alloc_zeros::<u8>(ws_len).unwrap();
+        let mut run = || {
+            s.memcpy_htod(&poison, &mut out).unwrap();
+            let mut view = ws.as_view_mut();
+            let workspace = kern.launch.workspace_bytes.map(|_| &mut view);
+            bench::launch(
+                s,
+                &func,
+                kern.launch,
+                Op::Gemm,
+                shape,
+                &da,
+                &db_,
+                &mut out.as_view_mut(),
+                workspace,
+            )
+            .unwrap();
+            s.clone_dtoh(&out).unwrap()
+        };
+        let first = run();
+        let second = run();
+        (first, second)
+    };
+    let differing = |x: &[f32], y: &[f32]| {
+        x.iter()
+            .zip(y)
+            .filter(|(p, q)| p.to_bits() != q.to_bits())
+            .count()
+    };
+    for c in &picked {
+        let (first, second) = twice(DET, c);
+        assert!(first.iter().all(|v| v.is_finite()), "{}", c.params_label());
+        let diff = differing(&first, &second);
+        println!(
+            "{DET} {}: two runs, {diff} of {} outputs differ in their bits",
+            c.params_label(),
+            first.len()
+        );
+        assert_eq!(diff, 0, "{DET} {} is not deterministic", c.params_label());
+        // The atomic family with the same parameters, for comparison only.
+        let (first, second) = twice(ATOMIC, c);
+        println!(
+            "{ATOMIC} {}: two runs, {} of {} outputs differ in their bits (informative)",
+            c.params_label(),
+            differing(&first, &second),
+            first.len()
+        );
+    }
+
+    // 3. Through the runtime: its own workspace, allocated per stream and reused.
+    let nvrtc = autotune::cuda::nvrtc::nvrtc_version().unwrap();
+    let gpu = dev.info.name.clone();
+    let mut db = Database::new();
+    db.upsert_gpu(dev.info.record(&nvrtc));
+    let pick = picked
+        .iter()
+        .max_by_key(|c| c.params["SPLIT_K"])
+        .unwrap()
+        .clone();
+    db.upsert(autotune::db::Entry {
+        vs_cublas: 2.0,
+        checksum: det.checksum.clone(),
+        family: DET.to_string(),
+        kernel: det.kernel_name(&pick),
+        params: pick.params.clone(),
+        deterministic: Some(true),
+        ..common::entry(&gpu, Op::Gemm, "256x256x16384")
+    });
+    let tuned = autotune::Tuned::new(&dev.ctx, db)
+        .unwrap()
+        .quiet()
+        .vendor_guard(false);
+    let choice = tuned.explain(Op::Gemm, shape);
+    assert_eq!(choice.family, DET, "{choice:?}");
+    let mut outs = Vec::new();
+    for _ in 0..3 {
+        s.memcpy_htod(&poison, &mut dc).unwrap();
+        tuned.gemm(s, m, n, k, &da, &db_, &mut dc).unwrap();
+        outs.push(s.clone_dtoh(&dc).unwrap());
+    }
+    // A small shape in between (the nearest entry's kernel, or the default, on the same
+    // stream's workspace), then the big one again: the runtime re-zeroes the workspace for
+    // each switch.
+    let (sm, sn, sk) = (33usize, 65usize, 4099usize);
+    let sa = s.clone_htod(&a[..sm * sk]).unwrap();
+    let sb = s.clone_htod(&b[..sk * sn]).unwrap();
+    let mut sc = s.alloc_zeros::<f32>(sm * sn).unwrap();
+    tuned.gemm(s, sm, sn, sk, &sa, &sb, &mut sc).unwrap();
+    let small = s.clone_dtoh(&sc).unwrap();
+    for i in 0..sm {
+        for j in 0..sn {
+            let want: f64 = (0..sk)
+                .map(|p| a[i * sk + p] as f64 * b[p * sn + j] as f64)
+                .sum();
+            let got = small[i * sn + j] as f64;
+            assert!(
+                (got - want).abs() <= 1e-3 * (1.0 + want.abs()),
+                "{sm}x{sn}x{sk} C[{i},{j}] = {got}, want {want}"
+            );
+        }
+    }
+    s.memcpy_htod(&poison, &mut dc).unwrap();
+    tuned.gemm(s, m, n, k, &da, &db_, &mut dc).unwrap();
+    outs.push(s.clone_dtoh(&dc).unwrap());
+    for (i, o) in outs.iter().enumerate().skip(1) {
+        assert_eq!(
+            differing(&outs[0], o),
+            0,
+            "runtime call {} differs from the first",
+            i + 1
+        );
+    }
+    // And the runtime's result is the direct launch's, bit for bit (same kernel, same order).
+    let (direct, _) = twice(DET, &pick);
+    assert_eq!(differing(&outs[0], &direct), 0);
+    println!(
+        "runtime: {} calls of {DET} {} bit-identical",
+        outs.len(),
+        pick.params_label()
+    );
+}

@@ -307,6 +307,13 @@ fn option_cases(cases: &mut Vec<Case>) {
             "--shape 64x64x64 --arch sm_90",
             &["--arch only applies with --dry-run"],
         ),
+        (
+            "--shape 64x64x64 --dry-run --arch sm_90 --deterministic --family gemm_warptile_splitk",
+            &[
+                "'gemm_warptile_splitk' is not deterministic",
+                "gemm_warptile_splitk_det",
+            ],
+        ),
     ] {
         cases.push(case(
             format!("dry run and arch: '{line}'"),

@@ -79,6 +79,11 @@ struct Args {
     /// Tune only this family (repeatable); default: every family of the op.
     #[arg(long = "family")]
     families: Vec<String>,
+    /// Tune only deterministic families, whose kernels give bit-identical results on every run
+    /// (no atomic accumulation: e.g. gemm_warptile_splitk_det instead of
+    /// gemm_warptile_splitk); the database records which entries are.
+    #[arg(long)]
+    deterministic: bool,
     /// Seed of the random validation and timing inputs, and of the search strategy's random
     /// choices: the same seed repeats the same search.
     #[arg(long, default_value_t = 0x5EED, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
@@ -531,7 +536,7 @@ fn best(a: &BestArgs) -> Result<()> {
                 )
             })?;
         println!(
-            "launch {}: grid {:?}, block {:?}, dynamic shared memory {} B{}",
+            "launch {}: grid {:?}, block {:?}, dynamic shared memory {} B{}{}{}",
             family.kernel_name(&config),
             l.grid,
             l.block,
@@ -540,6 +545,13 @@ fn best(a: &BestArgs) -> Result<()> {
                 ", output zeroed first"
             } else {
                 ""
+            },
+            l.workspace_bytes
+                .map_or(String::new(), |b| format!(", workspace {b} B")),
+            if family.space.deterministic {
+                ", deterministic"
+            } else {
+                ", not deterministic"
             }
         );
     }

@@ -70,7 +70,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
         }
         (None, None) => bail!("give --shape MxNxK (or MxK for gemv) or --suite FILE"),
     };
-    let catalog = catalog(args.spaces.as_deref())?;
+    let catalog = tuning_catalog(args)?;
     let bars = Bars::new();
 
     if args.dry_run {
@@ -496,6 +496,17 @@ pub(super) fn catalog(spaces: Option<&std::path::Path>) -> Result<Catalog> {
         Some(dir) => Catalog::from_dir(dir)
             .with_context(|| format!("loading kernel families from {}", dir.display()))?,
         None => Catalog::builtin().context("loading the built-in kernel families")?,
+    })
+}
+
+/// The families a tuning run may use: [`catalog`], only the deterministic ones with
+/// `--deterministic`.
+fn tuning_catalog(args: &Args) -> Result<Catalog> {
+    let catalog = catalog(args.spaces.as_deref())?;
+    Ok(if args.deterministic {
+        catalog.deterministic_only(&args.families)?
+    } else {
+        catalog
     })
 }
 

@@ -3,12 +3,19 @@
 //!
 //! A [`Bench`] owns one problem: random inputs (seeded), the output buffer, the float64
 //! reference and an L2-flush buffer. Every timed sample is: flush L2, record a start event,
-//! (zero the output if the family needs it,) launch, record an end event. All samples are
-//! queued before one synchronisation, so host launch overhead never shows in the numbers.
+//! (zero the output or the workspace if the family needs it every launch,) launch, record an
+//! end event. All samples are queued before one synchronisation, so host launch overhead never
+//! shows in the numbers.
+//!
+//! A family with a workspace ([`Launch::workspace_bytes`]) gets one buffer, grown as needed
+//! and shared by the candidates one after the other. Validation zeroes it first (a workspace
+//! zeroed `once` is not zeroed again while timing: the kernel promises to leave it zeroed), and
+//! launches such a kernel twice on it, checking both outputs, so a kernel that breaks that
+//! promise fails instead of being timed on a dirty workspace.
 
 use crate::cuda::device::{Device, DeviceError, DriverContext};
 use crate::cuda::nvrtc::Compiled;
-use crate::family::space::Launch;
+use crate::family::space::{Launch, WorkspaceZero};
 use crate::measure::outcome::{Failure, Measured, Stage};
 use crate::measure::timing::{Stats, TimingSettings};
 use crate::measure::verify;
@@ -128,6 +135,8 @@ pub struct Bench<'d> {
     /// The output with [`GUARD`] canary floats on each side; kernels see the middle.
     out: CudaSlice<f32>,
     flush: Option<CudaSlice<u8>>,
+    /// The workspace of the kernels that take one, grown to the largest asked for.
+    workspace: Option<CudaSlice<u8>>,
     reference: Vec<f64>,
     bound: Vec<f64>,
     blas: CudaBlas,
@@ -227,6 +236,7 @@ impl<'d> Bench<'d> {
             b,
             out,
             flush,
+            workspace: None,
             reference,
             bound,
             blas,
@@ -276,6 +286,34 @@ impl<'d> Bench<'d> {
         Ok(())
     }
 
+    /// Makes the workspace at least `bytes` long and, unless the kernel never needs it
+    /// initialised, zeroes it (untimed: before validation).
+    fn prepare_workspace(&mut self, launch: &Launch) -> Result<(), String> {
+        let Some(bytes) = launch.workspace_bytes else {
+            return Ok(());
+        };
+        let bytes = usize::try_from(bytes)
+            .map_err(|_| format!("a workspace of {bytes} bytes does not fit this host"))?
+            .max(16);
+        let s = &self.dev.stream;
+        if self.workspace.as_ref().is_none_or(|w| w.len() < bytes) {
+            // Free the old one first: the two need not fit together.
+            self.workspace = None;
+            // SAFETY: the buffer is zeroed below, or is written by the kernel before it is read
+            // (`workspace_zero = "never"`).
+            let w = unsafe { s.alloc::<u8>(bytes) }
+                .map_err(|e| format!("allocating a workspace of {bytes} bytes: {e:?}"))?;
+            self.workspace = Some(w);
+        }
+        if launch.workspace_zero != WorkspaceZero::Never {
+            if let Some(w) = self.workspace.as_mut() {
+                s.memset_zeros(w)
+                    .map_err(|e| format!("zeroing the workspace: {e:?}"))?;
+            }
+        }
+        Ok(())
+    }
+
     fn enqueue(&mut self, work: &Work) -> Result<(), String> {
         let len = self.out.len() - 2 * GUARD;
         let mut out = self.out.slice_mut(GUARD..GUARD + len);
@@ -284,16 +322,20 @@ impl<'d> Bench<'d> {
             Work::Cublas => {
                 cublas_call(&self.blas, self.op, self.shape, &self.a, &self.b, &mut out)
             }
-            Work::Kernel(kern) => launch(
-                &self.dev.stream,
-                &kern.func,
-                kern.launch,
-                self.op,
-                self.shape,
-                &self.a,
-                &self.b,
-                &mut out,
-            ),
+            Work::Kernel(kern) => {
+                let mut ws = self.workspace.as_mut().map(|w| w.as_view_mut());
+                launch(
+                    &self.dev.stream,
+                    &kern.func,
+                    kern.launch,
+                    self.op,
+                    self.shape,
+                    &self.a,
+                    &self.b,
+                    &mut out,
+                    ws.as_mut(),
+                )
+            }
         }
     }
 
@@ -308,7 +350,40 @@ impl<'d> Bench<'d> {
             })
     }
 
+    /// Validates `work`: once, or for a kernel whose workspace is zeroed only once, twice in
+    /// a row on the same workspace (both outputs must pass); the larger error.
     fn validate(&mut self, work: &Work) -> Result<Result<f64, Failure>, RunError> {
+        let mut rounds = 1;
+        if let Work::Kernel(k) = work {
+            if let Err(reason) = self.prepare_workspace(&k.launch) {
+                return Ok(Err(Failure {
+                    stage: Stage::Launch,
+                    reason,
+                }));
+            }
+            if k.launch.workspace_bytes.is_some() && k.launch.workspace_zero == WorkspaceZero::Once
+            {
+                rounds = 2;
+            }
+        }
+        let mut worst: f64 = 0.0;
+        for round in 0..rounds {
+            match self.validate_once(work)? {
+                Ok(e) => worst = worst.max(e),
+                Err(mut f) if round > 0 => {
+                    f.reason = format!(
+                        "second launch on the same workspace (the first passed): {}; the kernel must leave its workspace zeroed (workspace_zero = \"once\")",
+                        f.reason
+                    );
+                    return Ok(Err(f));
+                }
+                Err(f) => return Ok(Err(f)),
+            }
+        }
+        Ok(Ok(worst))
+    }
+
+    fn validate_once(&mut self, work: &Work) -> Result<Result<f64, Failure>, RunError> {
         let name = match work {
             Work::Cublas => "cuBLAS".to_string(),
             Work::Kernel(k) => k.name.clone(),
@@ -527,8 +602,11 @@ pub fn load_function(
 }
 
 /// Launches a kernel of `op`'s signature on `stream`: gemm `(M, N, K, A, B, C)`, gemv
-/// `(M, K, A, x, y)`, zeroing the output first when the family accumulates atomically.
-/// Buffer lengths must match the shape (the caller checks).
+/// `(M, K, A, x, y)`, then `workspace` when the family has one ([`Launch::workspace_bytes`]),
+/// zeroing the output first when the family accumulates atomically, and the workspace first
+/// when it must be zeroed every launch ([`WorkspaceZero::EveryLaunch`]; a workspace zeroed
+/// `once` is the caller's to zero before its first use). Buffer lengths must match the shape
+/// (the caller checks); a missing or short workspace is an error.
 #[allow(clippy::too_many_arguments)]
 pub fn launch(
     stream: &Arc<CudaStream>,
@@ -539,12 +617,34 @@ pub fn launch(
     a: &CudaSlice<f32>,
     b: &CudaSlice<f32>,
     out: &mut CudaViewMut<'_, f32>,
+    workspace: Option<&mut CudaViewMut<'_, u8>>,
 ) -> Result<(), String> {
     let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
+    let mut workspace = match (launch.workspace_bytes, workspace) {
+        (None, _) => None,
+        (Some(need), Some(w)) if w.len() as u64 >= need => Some(w),
+        (Some(need), w) => {
+            return Err(format!(
+                "the kernel needs a workspace of {need} bytes, but {}",
+                w.map_or("none was given".to_string(), |w| format!(
+                    "the one given has {} bytes",
+                    w.len()
+                ))
+            ))
+        }
+    };
     if launch.zero_output {
         stream
             .memset_zeros(out)
             .map_err(|e| format!("zeroing the output: {e:?}"))?;
+    }
+    if let (Some(w), Some(need)) = (workspace.as_deref_mut(), launch.workspace_bytes) {
+        if launch.workspace_zero == WorkspaceZero::EveryLaunch && need > 0 {
+            // `need` fits: it is at most the workspace's length.
+            stream
+                .memset_zeros(&mut w.slice_mut(..need as usize))
+                .map_err(|e| format!("zeroing the workspace: {e:?}"))?;
+        }
     }
     let cfg = LaunchConfig {
         grid_dim: launch.grid,
@@ -561,7 +661,11 @@ pub fn launch(
         }
     }
     lb.arg(a).arg(b).arg(out);
-    // SAFETY: the argument list matches the op's kernel signature, and every template
+    if let Some(w) = workspace {
+        lb.arg(w);
+    }
+    // SAFETY: the argument list matches the op's kernel signature (plus the workspace of a
+    // family that declares one, at least as long as it asks for), and every template
     // bounds-checks against M, N, K.
     unsafe { lb.launch(cfg) }
         .map(|_| ())

@@ -71,6 +71,7 @@ pub(super) const ENTRY_FIELDS: &[&str] = &[
     "date",
     "tool_version",
     "checksum",
+    "deterministic",
     "partial",
     "produced_by",
     "also_measured",
@@ -499,6 +500,7 @@ mod tests {
     fn field_order_lists_cover_every_field() {
         let mut e = entry("G", Op::Gemm, "1x2x3", 1.0);
         e.partial = Some(false);
+        e.deterministic = Some(true);
         e.produced_by = Some(producer("h", 0, Some("0/1")));
         e.also_measured = vec![Measurement::of(&e, "other.toml")];
         let t = toml::Table::try_from(&e).unwrap();
@@ -585,6 +587,54 @@ also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, f
             "node07 device 1, shard 2/8"
         );
         assert_eq!(producer("n", 0, None).to_string(), "n device 0");
+    }
+
+    #[test]
+    fn deterministic_round_trips_and_older_entries_load_as_unknown() {
+        let mut db = sample_db();
+        db.entries[0].deterministic = Some(true);
+        db.entries[1].deterministic = Some(false);
+        let text = db.to_toml_string().unwrap();
+        assert!(text.contains("schema_version = 3\n"), "{text}");
+        // Right after the checksum, a plain key = value line.
+        assert!(
+            text.contains(&format!(
+                "checksum = \"{}\"\ndeterministic = true\n",
+                "ab".repeat(32)
+            )),
+            "{text}"
+        );
+        assert!(text.contains("\ndeterministic = false\n"), "{text}");
+        let back = Database::from_toml_str(&text, "new.toml").unwrap();
+        assert_eq!(back, db);
+        assert_eq!(back.to_toml_string().unwrap(), text);
+
+        // A version 2 file (written before the flag existed): unknown, derived from the family.
+        let mut old = sample_db();
+        old.schema_version = 2;
+        let v2 =
+            old.to_toml_string()
+                .unwrap()
+                .replacen("schema_version = 3", "schema_version = 2", 1);
+        assert!(!v2.contains("deterministic"), "{v2}");
+        let db = Database::from_toml_str(&v2, "v2.toml").unwrap();
+        assert_eq!(db.schema_version, 2);
+        let e = &db.entries[0];
+        assert_eq!(e.deterministic, None);
+        assert_eq!(e.is_deterministic(|_| None), None);
+        assert_eq!(
+            e.is_deterministic(|f| (f == "gemm_tile2d").then_some(true)),
+            Some(true)
+        );
+        // A recorded flag wins over the family's.
+        let mut e = e.clone();
+        e.deterministic = Some(false);
+        assert_eq!(e.is_deterministic(|_| Some(true)), Some(false));
+        // Saved again, it is written at the current version.
+        assert!(db
+            .to_toml_string()
+            .unwrap()
+            .contains("schema_version = 3\n"));
     }
 
     #[test]
@@ -699,7 +749,7 @@ also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, f
     fn coverage_round_trips_byte_for_byte_with_one_point_per_line() {
         let db = coverage_db();
         let text = db.to_toml_string().unwrap();
-        assert!(text.contains("schema_version = 2\n"), "{text}");
+        assert!(text.contains("schema_version = 3\n"), "{text}");
         assert!(
             text.contains("\n[[coverage]]\ngpu = \"NVIDIA H100 80GB HBM3\"\nop = \"gemm\"\n"),
             "{text}"

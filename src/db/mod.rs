@@ -4,7 +4,7 @@
 //! Layout of the file:
 //!
 //! ```toml
-//! schema_version = 2
+//! schema_version = 3
 //!
 //! [[gpu]]
 //! name = "NVIDIA H100 80GB HBM3"
@@ -298,7 +298,7 @@ mod tests {
         let db = sample_db();
         db.save(&path).unwrap();
         let text = fs::read_to_string(&path).unwrap();
-        assert!(text.contains("schema_version = 2\n"), "{text}");
+        assert!(text.contains("schema_version = 3\n"), "{text}");
         assert!(text.contains("\n[[gpu]]\n"), "{text}");
         assert!(text.contains("\n[[entry]]\n"), "{text}");
         assert!(
@@ -675,5 +675,29 @@ mod tests {
             Database::load_existing(&path).unwrap(),
             Database::load(&path).unwrap()
         );
+    }
+
+    #[test]
+    fn merging_an_old_and_a_new_database_keeps_each_entrys_deterministic_flag() {
+        // An old (version 2) measurement, slower, and a new one, faster and deterministic.
+        let mut old = Database::new();
+        old.schema_version = 2;
+        old.upsert(entry("G", Op::Gemm, "8x8x8", 0.9));
+        old.upsert(entry("G", Op::Gemm, "16x16x16", 0.9));
+        let mut new = Database::new();
+        let mut e = entry("G", Op::Gemm, "8x8x8", 0.5);
+        e.family = "gemm_warptile_splitk_det".into();
+        e.deterministic = Some(true);
+        new.upsert(e);
+        let report = old
+            .merge("old.toml", new, "new.toml", MergeOptions::default())
+            .unwrap();
+        assert_eq!(report.in_several, 1);
+        let text = old.to_toml_string().unwrap();
+        let back = Database::from_toml_str(&text, "merged.toml").unwrap();
+        let by_k = |k: u64| back.entries.iter().find(|e| e.k == k).unwrap();
+        assert_eq!(by_k(8).deterministic, Some(true));
+        assert_eq!(by_k(8).family, "gemm_warptile_splitk_det");
+        assert_eq!(by_k(16).deterministic, None);
     }
 }

@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// The newest file layout this build reads, and the one it writes. Version 2 added
-/// `[[coverage]]` ([`Coverage`]); version 1 files (no coverage) still load.
-pub const SCHEMA_VERSION: u32 = 2;
+/// `[[coverage]]` ([`Coverage`]), version 3 [`Entry::deterministic`]; files of versions 1 and 2
+/// (no coverage, no `deterministic`) still load.
+pub const SCHEMA_VERSION: u32 = 3;
 
 /// One GPU the database holds results for (key: `name`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -89,6 +90,11 @@ pub struct Entry {
     pub tool_version: String,
     /// Hex SHA-256 of the kernel template and search-space text.
     pub checksum: String,
+    /// Whether the kernel gives bit-identical outputs on every run (its family's
+    /// `deterministic`; `false` for atomic split-K). `None` (unknown) for entries written
+    /// before schema version 3: [`Entry::is_deterministic`] asks the family then.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deterministic: Option<bool>,
     /// `Some(true)` when the search was cut short (time limit, interrupt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<bool>,
@@ -114,6 +120,13 @@ impl Entry {
             n: self.n,
             k: self.k,
         }
+    }
+
+    /// Whether the entry's kernel is deterministic: as recorded, else (an entry written
+    /// before schema version 3) what `family_says` of its family (e.g.
+    /// `|f| catalog.deterministic(f)`); `None` when neither knows.
+    pub fn is_deterministic(&self, family_says: impl FnOnce(&str) -> Option<bool>) -> Option<bool> {
+        self.deterministic.or_else(|| family_says(&self.family))
     }
 
     /// The key identifying the entry in a database: `(gpu, op, m, n, k)`.

@@ -70,6 +70,14 @@ pub enum CatalogError {
     /// Two spaces share a family name.
     #[error("two space files define family '{0}': family names must be unique")]
     Duplicate(String),
+    /// A run restricted to deterministic families names one that is not.
+    #[error("family '{family}' is not deterministic (it accumulates with atomics, or its space says deterministic = false), so a deterministic-only run cannot tune it; deterministic families: {deterministic}")]
+    NotDeterministic {
+        /// The family named.
+        family: String,
+        /// The catalog's deterministic families.
+        deterministic: String,
+    },
     /// No family with that name.
     #[error("no kernel family named '{name}'; known families: {known}")]
     UnknownFamily {
@@ -447,6 +455,44 @@ impl Catalog {
         Freshness::of(checksum, current.map(|f| f.checksum.as_str()))
     }
 
+    /// Whether the kernels of family `name` give bit-identical outputs on every run
+    /// ([`Space::deterministic`]); `None` when this catalog has no such family.
+    pub fn deterministic(&self, name: &str) -> Option<bool> {
+        self.families
+            .iter()
+            .find(|f| f.space.name == name)
+            .map(|f| f.space.deterministic)
+    }
+
+    /// The catalog without its non-deterministic families: what a run asked for deterministic
+    /// kernels only (`--deterministic`) plans from. `named` is the run's own family filter
+    /// (empty: none); naming a family that is not deterministic is an error, not an empty run.
+    pub fn deterministic_only(self, named: &[String]) -> Result<Catalog, CatalogError> {
+        let deterministic = || {
+            self.families
+                .iter()
+                .filter(|f| f.space.deterministic)
+                .map(|f| f.name())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
+        if let Some(f) = named
+            .iter()
+            .find(|n| self.deterministic(n.as_str()) == Some(false))
+        {
+            return Err(CatalogError::NotDeterministic {
+                family: f.clone(),
+                deterministic: deterministic(),
+            });
+        }
+        let families = self
+            .families
+            .into_iter()
+            .filter(|f| f.space.deterministic)
+            .collect();
+        Ok(Catalog { families })
+    }
+
     /// The family named `name`.
     pub fn get(&self, name: &str) -> Result<&Family, CatalogError> {
         self.families
@@ -507,6 +553,41 @@ mod tests {
             );
             assert_eq!(fam.checksum.len(), 64);
         }
+    }
+
+    #[test]
+    fn deterministic_only_drops_the_atomic_families_and_refuses_naming_one() {
+        let cat = Catalog::builtin().unwrap();
+        // Atomic accumulation (zero_output) is non-deterministic by default; the rest are
+        // deterministic, the workspace split-K family by its own say.
+        assert_eq!(cat.deterministic("gemm_warptile_splitk"), Some(false));
+        assert_eq!(cat.deterministic("gemv_split_k"), Some(false));
+        assert_eq!(cat.deterministic("gemm_warptile_splitk_det"), Some(true));
+        assert_eq!(cat.deterministic("gemm_warptile"), Some(true));
+        assert_eq!(cat.deterministic("nope"), None);
+        let all = cat.families().len();
+        let det = cat.clone().deterministic_only(&[]).unwrap();
+        assert!(det.families().iter().all(|f| f.space.deterministic));
+        assert_eq!(det.families().len(), all - 2);
+        assert!(det.get("gemm_warptile_splitk").is_err());
+        assert!(det.get("gemm_warptile_splitk_det").is_ok());
+        // Naming a deterministic (or unknown: left to the planner) family is fine.
+        assert!(cat
+            .clone()
+            .deterministic_only(&["gemm_warptile_splitk_det".into(), "nope".into()])
+            .is_ok());
+        let err = cat
+            .deterministic_only(&["gemm_tiled".into(), "gemm_warptile_splitk".into()])
+            .unwrap_err();
+        assert!(
+            matches!(&err, CatalogError::NotDeterministic { family, .. } if family == "gemm_warptile_splitk"),
+            "{err}"
+        );
+        let msg = err.to_string();
+        assert!(
+            msg.contains("'gemm_warptile_splitk'") && msg.contains("gemm_warptile_splitk_det"),
+            "{msg}"
+        );
     }
 
     #[test]

@@ -7,6 +7,17 @@
 //! Names an expression may read: the family's parameters, its `[derived]` values, the shape
 //! (`M`, `N`, `K`) and the device limits in [`Limits::env`].
 //!
+//! `[launch]` may declare a **workspace**: `workspace_bytes = "<expression>"` bytes of device
+//! memory the kernel takes as one extra trailing argument (`float* workspace`) after the op's
+//! usual ones, and `workspace_zero` (`"once"`, the default; `"every_launch"`; `"never"`), how
+//! it must be initialised ([`WorkspaceZero`]). Every path that launches a kernel provides it
+//! from the [`Launch`] alone, so a family with a workspace needs no code.
+//!
+//! A space is **deterministic** (the same inputs give bit-identical outputs on every run) unless
+//! it says `deterministic = false`, or it accumulates its output with atomics
+//! (`zero_output = true`), which makes it non-deterministic by default and cannot be declared
+//! deterministic ([`Space::deterministic`]).
+//!
 //! An optional `[model]` section gives the performance model ([`crate::tuning::model`]) figures it
 //! cannot derive from the launch geometry (`registers` per thread, `global_bytes` in all,
 //! `bytes_in_flight` per thread), as expressions over the same names; see [`ModelHints`].
@@ -112,6 +123,8 @@ struct SpaceFile {
     launch: LaunchFile,
     #[serde(default)]
     model: Option<ModelFile>,
+    #[serde(default)]
+    deterministic: Option<bool>,
 }
 
 /// The optional `[model]` section: family-specific figures for the performance model
@@ -163,6 +176,40 @@ struct LaunchFile {
     dynamic_shared_bytes: Option<String>,
     #[serde(default)]
     zero_output: bool,
+    #[serde(default)]
+    workspace_bytes: Option<String>,
+    #[serde(default)]
+    workspace_zero: Option<WorkspaceZero>,
+}
+
+/// How a kernel's workspace must be initialised (`[launch] workspace_zero`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum WorkspaceZero {
+    /// Zeroed before the kernel's first launch, and again whenever another kernel or another
+    /// shape used the buffer in between: the kernel leaves it zeroed after each complete launch
+    /// (e.g. tile counters reset by the last block), so repeated calls pay nothing. Not timed:
+    /// a product pays it once. A kernel that breaks the promise fails validation, which
+    /// launches such kernels twice on the same workspace.
+    #[default]
+    Once,
+    /// Zeroed before every launch; the zeroing is part of what is timed.
+    EveryLaunch,
+    /// Never initialised: the kernel writes every byte before it reads it.
+    Never,
+}
+
+impl WorkspaceZero {
+    /// How the space file spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            WorkspaceZero::Once => "once",
+            WorkspaceZero::EveryLaunch => "every_launch",
+            WorkspaceZero::Never => "never",
+        }
+    }
 }
 
 /// One point of a space: the family and a value for each parameter.
@@ -207,6 +254,14 @@ pub struct Launch {
     /// Whether the output must be zeroed before the launch (split-K with atomics);
     /// the zeroing is part of what is timed.
     pub zero_output: bool,
+    /// Bytes of device workspace the kernel takes as its last argument (`[launch]
+    /// workspace_bytes` on this shape); `None` when its family has no workspace (and its
+    /// kernels the op's plain signature). `Some(0)` still passes the argument.
+    #[serde(default)]
+    pub workspace_bytes: Option<u64>,
+    /// How the workspace must be initialised; meaningless without a workspace.
+    #[serde(default)]
+    pub workspace_zero: WorkspaceZero,
 }
 
 /// A kernel family's parameter space, parsed and checked.
@@ -230,6 +285,12 @@ pub struct Space {
     shared_bytes: Option<Expr>,
     dynamic_shared_bytes: Option<Expr>,
     zero_output: bool,
+    workspace_bytes: Option<Expr>,
+    workspace_zero: WorkspaceZero,
+    /// Whether the family's kernels give bit-identical outputs on every run: the file's
+    /// `deterministic`, by default `true` unless the output is accumulated with atomics
+    /// (`zero_output`).
+    pub deterministic: bool,
     /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency.
     model: [Option<Expr>; 4],
 }
@@ -349,6 +410,20 @@ impl Space {
             ],
             None => [None, None, None, None],
         };
+        if file.launch.workspace_zero.is_some() && file.launch.workspace_bytes.is_none() {
+            return Err(invalid(
+                "launch.workspace_zero is set but launch.workspace_bytes is not: give the workspace's size, or drop workspace_zero".into(),
+            ));
+        }
+        let deterministic = match file.deterministic {
+            Some(true) if file.launch.zero_output => {
+                return Err(invalid(
+                    "deterministic = true contradicts launch.zero_output = true (atomic accumulation into the output, whose order varies from run to run): reduce through a workspace instead, or drop deterministic".into(),
+                ))
+            }
+            Some(d) => d,
+            None => !file.launch.zero_output,
+        };
         let space = Space {
             name: file.name.clone(),
             op: file.op,
@@ -360,6 +435,9 @@ impl Space {
             shared_bytes: opt("shared_bytes", &file.launch.shared_bytes)?,
             dynamic_shared_bytes: opt("dynamic_shared_bytes", &file.launch.dynamic_shared_bytes)?,
             zero_output: file.launch.zero_output,
+            workspace_bytes: opt("workspace_bytes", &file.launch.workspace_bytes)?,
+            workspace_zero: file.launch.workspace_zero.unwrap_or_default(),
+            deterministic,
             model,
             params: file.params,
             derived,
@@ -388,6 +466,7 @@ impl Space {
             .chain(self.block.iter())
             .chain(self.shared_bytes.iter())
             .chain(self.dynamic_shared_bytes.iter())
+            .chain(self.workspace_bytes.iter())
             .chain(self.model.iter().flatten());
         for e in all {
             if let Some(bad) = e.names().into_iter().find(|n| !known.contains(n)) {
@@ -585,6 +664,27 @@ impl Space {
             }
             None => 0,
         };
+        let workspace_bytes = match &self.workspace_bytes {
+            Some(e) => {
+                // Overflow on a huge shape makes the config unusable there, not the space.
+                let v = e.eval(env).map_err(|source| match source {
+                    ExprError::Arithmetic { text, .. } => SpaceError::Invalid {
+                        family: self.name.clone(),
+                        message: format!("launch.workspace_bytes: arithmetic error in '{text}'"),
+                    },
+                    source => SpaceError::Expr {
+                        family: self.name.clone(),
+                        place: "launch.workspace_bytes".into(),
+                        source,
+                    },
+                })?;
+                Some(u64::try_from(v).map_err(|_| SpaceError::Invalid {
+                    family: self.name.clone(),
+                    message: format!("launch.workspace_bytes = {v} is negative"),
+                })?)
+            }
+            None => None,
+        };
         Ok(Launch {
             grid: (
                 dim(&self.grid[0], "grid.x")?,
@@ -598,6 +698,8 @@ impl Space {
             ),
             dynamic_shared_bytes: dyn_smem,
             zero_output: self.zero_output,
+            workspace_bytes,
+            workspace_zero: self.workspace_zero,
         })
     }
 
@@ -625,143 +727,4 @@ impl Space {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const SPACE: &str = r#"
-name = "toy"
-op = "gemm"
-template = "toy.cu"
-constraints = ["THREADS >= 32", "BM % TM == 0"]
-
-[params]
-BM = [32, 64, 128]
-TM = [1, 2, 3, 4]
-
-[derived]
-THREADS = "ROWS * 16"
-ROWS = "BM / TM"
-
-[launch]
-grid = ["ceil_div(N, 16)", "ceil_div(M, BM)", "1"]
-block = ["THREADS", "1", "1"]
-shared_bytes = "4 * BM * 16"
-"#;
-
-    fn limits() -> Limits {
-        Limits::for_arch(90).unwrap()
-    }
-
-    #[test]
-    fn enumerates_prunes_and_launches() {
-        let s = Space::from_toml_str(SPACE, "toy.toml").unwrap();
-        assert_eq!(s.cardinality(), 12);
-        let shape = Shape {
-            m: 100,
-            n: 33,
-            k: 7,
-        };
-        let p = s.prune(shape, &limits()).unwrap();
-        assert_eq!(p.total, 12);
-        // TM=3 divides none of 32/64/128; BM=128,TM=1 gives 2048 threads (> 1024).
-        let names: Vec<String> = p.valid.iter().map(|c| c.params_label()).collect();
-        assert_eq!(
-            names,
-            vec![
-                "BM=32 TM=1",
-                "BM=32 TM=2",
-                "BM=32 TM=4",
-                "BM=64 TM=1",
-                "BM=64 TM=2",
-                "BM=64 TM=4",
-                "BM=128 TM=2",
-                "BM=128 TM=4"
-            ]
-        );
-        assert_eq!(p.rejected_by.get("BM % TM == 0"), Some(&3));
-        assert_eq!(
-            p.rejected_by.get("threads per block > device limit"),
-            Some(&1)
-        );
-        assert_eq!(p.rejected_by.get("THREADS >= 32"), None);
-        let c = &p.valid[4];
-        let l = s.launch(c, shape, &limits()).unwrap();
-        assert_eq!(l.grid, (3, 2, 1));
-        assert_eq!(l.block, (512, 1, 1));
-    }
-
-    #[test]
-    fn rejects_bad_files() {
-        let typo = SPACE.replace("BM % TM == 0", "BM % TMM == 0");
-        let e = Space::from_toml_str(&typo, "t").unwrap_err().to_string();
-        assert!(e.contains("TMM"), "{e}");
-        let cycle = SPACE.replace("ROWS = \"BM / TM\"", "ROWS = \"THREADS / 16\"");
-        assert!(Space::from_toml_str(&cycle, "t")
-            .unwrap_err()
-            .to_string()
-            .contains("cycle"));
-        let empty = SPACE.replace("TM = [1, 2, 3, 4]", "TM = []");
-        assert!(Space::from_toml_str(&empty, "t").is_err());
-        let grid2 = SPACE.replace(", \"1\"]\nblock", "]\nblock");
-        assert!(Space::from_toml_str(&grid2, "t")
-            .unwrap_err()
-            .to_string()
-            .contains("3 expressions"));
-        let unknown = SPACE.replace("[launch]", "[launch]\nfoo = 1");
-        assert!(matches!(
-            Space::from_toml_str(&unknown, "t"),
-            Err(SpaceError::Toml { .. })
-        ));
-    }
-
-    #[test]
-    fn the_model_section_is_optional_and_checked() {
-        let s = Space::from_toml_str(SPACE, "toy.toml").unwrap();
-        let shape = Shape { m: 64, n: 64, k: 8 };
-        let c = s.prune(shape, &limits()).unwrap().valid[0].clone();
-        let h = s.model_hints(&c, shape, &limits()).unwrap();
-        assert_eq!(h.static_shared_bytes, 4 * 32 * 16);
-        assert_eq!(
-            (
-                h.registers,
-                h.global_bytes,
-                h.bytes_in_flight,
-                h.fma_efficiency_pct
-            ),
-            (None, None, None, None)
-        );
-
-        let with = format!(
-            "{SPACE}\n[model]\nregisters = \"32 + BM / TM\"\nglobal_bytes = \"4 * (M * K + K * N + M * N)\"\nbytes_in_flight = \"16 / (BM - BM)\"\nfma_efficiency_pct = \"90\"\n"
-        );
-        let s = Space::from_toml_str(&with, "toy.toml").unwrap();
-        let h = s.model_hints(&c, shape, &limits()).unwrap();
-        assert_eq!(h.registers, Some(32 + 32));
-        assert_eq!(h.global_bytes, Some(4 * (64 * 8 + 8 * 64 + 64 * 64)));
-        // Division by zero: left out, not an error.
-        assert_eq!(h.bytes_in_flight, None);
-        assert_eq!(h.fma_efficiency_pct, Some(90));
-
-        let typo = with.replace("32 + BM / TM", "32 + BM / TMM");
-        let e = Space::from_toml_str(&typo, "t").unwrap_err().to_string();
-        assert!(e.contains("TMM"), "{e}");
-        let unknown = format!("{SPACE}\n[model]\nregs = \"32\"\n");
-        assert!(matches!(
-            Space::from_toml_str(&unknown, "t"),
-            Err(SpaceError::Toml { .. })
-        ));
-    }
-
-    #[test]
-    fn limits_of_known_archs() {
-        assert_eq!(
-            Limits::for_arch(61).unwrap().max_shared_per_block_optin,
-            48 * 1024
-        );
-        assert_eq!(
-            Limits::for_arch(90).unwrap().max_shared_per_block_optin,
-            227 * 1024
-        );
-        assert!(Limits::for_arch(42).is_none());
-    }
-}
+mod tests;

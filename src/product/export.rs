@@ -19,9 +19,16 @@
 //!   no runtime API headers), which zeroes the output when the kernel accumulates with atomics,
 //!   opts in to more than 48 KiB of dynamic shared memory when needed, launches on a stream and
 //!   returns `cudaGetLastError()`.
+//!
+//! A kernel whose family declares a workspace ([`Launch::workspace_bytes`]) takes it as its last
+//! argument; so does the helper (`void* workspace`, before the stream), and the header defines
+//! its size as `<helper>_workspace_bytes`. The caller passes a buffer of at least that size,
+//! zeroed as the family needs ([`crate::family::space::WorkspaceZero`], stated in the helper's
+//! comment), or `nullptr`: then the helper allocates, zeroes and frees one itself, in stream
+//! order (`cudaMallocAsync`), on every call.
 
 use crate::family::catalog::{Family, Freshness, Kernel, Source};
-use crate::family::space::{Launch, Limits, SpaceError};
+use crate::family::space::{Launch, Limits, SpaceError, WorkspaceZero};
 use crate::problem::{Op, Shape};
 use crate::product::lookup::{Choice, Rule};
 use std::fmt::{self, Write as _};
@@ -290,7 +297,7 @@ fn comment_block(
         );
     }
     lines.push(format!(
-        "Launch:   grid ({}, {}, {}), block ({}, {}, {}), dynamic shared memory {} B{}",
+        "Launch:   grid ({}, {}, {}), block ({}, {}, {}), dynamic shared memory {} B{}{}",
         launch.grid.0,
         launch.grid.1,
         launch.grid.2,
@@ -302,16 +309,33 @@ fn comment_block(
             ", output zeroed first"
         } else {
             ""
+        },
+        match launch.workspace_bytes {
+            Some(b) => format!(", workspace {b} B"),
+            None => String::new(),
+        }
+    ));
+    lines.push(format!(
+        "Results:  {}",
+        if family.space.deterministic {
+            "deterministic (bit-identical on every run)"
+        } else {
+            "not deterministic (the order of atomic additions varies from run to run)"
         }
     ));
     lines.push(String::new());
+    let ws = if launch.workspace_bytes.is_some() {
+        ", workspace"
+    } else {
+        ""
+    };
     let (usage, layout) = match op {
         Op::Gemm => (
-            "A, B, C, stream",
+            format!("A, B, C{ws}, stream"),
             "C = A B, row-major: A is M x K, B is K x N, C is M x N (device pointers)",
         ),
         Op::Gemv => (
-            "A, x, y, stream",
+            format!("A, x, y{ws}, stream"),
             "y = A x, row-major A is M x K, x has K and y has M elements (device pointers)",
         ),
     };
@@ -320,6 +344,17 @@ fn comment_block(
         helper_name(op, shape)
     ));
     lines.push(format!("          {layout}."));
+    if let Some(bytes) = launch.workspace_bytes {
+        lines.push(format!(
+            "          workspace: {bytes} bytes of device memory ({}_workspace_bytes), 16-byte aligned, {}",
+            helper_name(op, shape),
+            workspace_rule(launch.workspace_zero)
+        ));
+        lines.push(
+            "          (or nullptr: the helper then allocates, zeroes and frees one on every call)."
+                .into(),
+        );
+    }
     lines.push(
         "          The geometry is for exactly this shape; other shapes need their own export."
             .into(),
@@ -336,6 +371,15 @@ fn comment_block(
         }
     }
     h.push('\n');
+}
+
+/// What the caller of a helper must do with a workspace zeroed as `zero` says.
+fn workspace_rule(zero: WorkspaceZero) -> &'static str {
+    match zero {
+        WorkspaceZero::Once => "zeroed (cudaMemsetAsync) before its first use and again after it served another helper (another kernel or shape); the kernel leaves it zeroed for this helper's next call; calls that may overlap (other streams) need one each",
+        WorkspaceZero::EveryLaunch => "zeroed by the helper on every call; calls that may overlap (other streams) need one each",
+        WorkspaceZero::Never => "needing no initialisation; calls that may overlap (other streams) need one each",
+    }
 }
 
 fn launch_helper(
@@ -368,6 +412,12 @@ fn launch_helper(
         h,
         "// Host launch helper (not for NVRTC, which has no runtime API).\n#ifndef __CUDACC_RTC__\n#include <cuda_runtime.h>\n"
     );
+    if let Some(bytes) = launch.workspace_bytes {
+        let _ = writeln!(
+            h,
+            "// Bytes of the workspace {helper} needs.\nstatic const size_t {helper}_workspace_bytes = {bytes}ull;\n"
+        );
+    }
     let _ = writeln!(
         h,
         "// Launches {kernel} for {op} {} on `stream`; returns cudaGetLastError().",
@@ -376,13 +426,27 @@ fn launch_helper(
             Op::Gemv => format!("{m}x{k}"),
         }
     );
+    let (params, args) = match launch.workspace_bytes {
+        Some(_) => {
+            let _ = writeln!(
+                h,
+                "// `workspace`: at least {helper}_workspace_bytes bytes of device memory, 16-byte aligned,\n// {}; or nullptr, and the helper allocates, zeroes and frees one (stream-ordered) itself.",
+                workspace_rule(launch.workspace_zero)
+            );
+            (
+                format!("{params}, void* workspace"),
+                format!("{args}, static_cast<float*>(workspace)"),
+            )
+        }
+        None => (params.to_string(), args.to_string()),
+    };
     let _ = writeln!(
         h,
         "static inline cudaError_t {helper}({params}, cudaStream_t stream)\n{{"
     );
     h.push_str(&dims);
     // Declared only where a call before the launch can fail: nvcc warns about an unused one.
-    if launch.zero_output || smem > DEFAULT_SHARED_LIMIT {
+    if launch.zero_output || smem > DEFAULT_SHARED_LIMIT || launch.workspace_bytes.is_some() {
         let _ = writeln!(h, "    cudaError_t err = cudaSuccess;");
     }
     if launch.zero_output {
@@ -397,15 +461,42 @@ fn launch_helper(
             "    err = cudaFuncSetAttribute({namespace}::{kernel}, cudaFuncAttributeMaxDynamicSharedMemorySize, {smem});\n    if (err != cudaSuccess) return err;"
         );
     }
+    // Last before the launch: nothing can fail between the allocation and the free.
+    if launch.workspace_bytes.is_some() {
+        let _ = writeln!(
+            h,
+            "    void* owned = nullptr;\n    if (workspace == nullptr) {{\n        err = cudaMallocAsync(&owned, {helper}_workspace_bytes, stream);\n        if (err != cudaSuccess) return err;\n        workspace = owned;"
+        );
+        if launch.workspace_zero == WorkspaceZero::Once {
+            let _ = writeln!(
+                h,
+                "        err = cudaMemsetAsync(workspace, 0, {helper}_workspace_bytes, stream);\n        if (err != cudaSuccess) {{ cudaFreeAsync(owned, stream); return err; }}"
+            );
+        }
+        let _ = writeln!(h, "    }}");
+        if launch.workspace_zero == WorkspaceZero::EveryLaunch {
+            let _ = writeln!(
+                h,
+                "    err = cudaMemsetAsync(workspace, 0, {helper}_workspace_bytes, stream);\n    if (err != cudaSuccess) {{ if (owned) cudaFreeAsync(owned, stream); return err; }}"
+            );
+        }
+    }
     let _ = writeln!(
         h,
         "    {namespace}::{kernel}<<<dim3({}u, {}u, {}u), dim3({}u, {}u, {}u), {smem}u, stream>>>({args});",
         g.0, g.1, g.2, b.0, b.1, b.2
     );
-    let _ = writeln!(
-        h,
-        "    return cudaGetLastError();\n}}\n#endif  // __CUDACC_RTC__"
-    );
+    if launch.workspace_bytes.is_some() {
+        let _ = writeln!(
+            h,
+            "    err = cudaGetLastError();\n    if (owned != nullptr) {{\n        const cudaError_t freed = cudaFreeAsync(owned, stream);\n        if (err == cudaSuccess) err = freed;\n    }}\n    return err;\n}}\n#endif  // __CUDACC_RTC__"
+        );
+    } else {
+        let _ = writeln!(
+            h,
+            "    return cudaGetLastError();\n}}\n#endif  // __CUDACC_RTC__"
+        );
+    }
 }
 
 #[cfg(test)]
@@ -517,6 +608,84 @@ mod tests {
         );
         let (h, _, _) = export(&c, Op::Gemv, "1024x65536");
         assert!(!h.contains("cudaFuncSetAttribute"));
+    }
+
+    #[test]
+    fn a_workspace_kernel_gets_a_workspace_argument_its_size_and_a_fallback() {
+        let c = choice(
+            "gemm_warptile_splitk_det",
+            &[
+                ("BK", 16),
+                ("BM", 64),
+                ("BN", 64),
+                ("GROUP_M", 1),
+                ("MIN_BLOCKS", 1),
+                ("PAD", 4),
+                ("SPLIT_K", 8),
+                ("STAGES", 3),
+                ("TM", 4),
+                ("TN", 4),
+                ("WM", 32),
+                ("WN", 32),
+                ("WNITER", 1),
+            ],
+        );
+        let (h, src, l) = export(&c, Op::Gemm, "256x256x16384");
+        let bytes = 4 * 16 * (8 * 64 * 64 + 1);
+        assert_eq!(l.workspace_bytes, Some(bytes));
+        let helper = "autotune_gemm_256x256x16384";
+        assert!(h.contains(&format!(
+            "static const size_t {helper}_workspace_bytes = {bytes}ull;"
+        )));
+        assert!(h.contains(&format!(
+            "static inline cudaError_t {helper}(const float* A, const float* B, float* C, void* workspace, cudaStream_t stream)"
+        )));
+        let k = &src.kernel_name;
+        assert!(
+            h.contains(">>>(M, N, K, A, B, C, static_cast<float*>(workspace));"),
+            "{h}"
+        );
+        assert!(h.contains(&format!("autotune_{k}::{k}<<<")));
+        // Usage, size and the zeroing rule are documented; nullptr allocates, zeroes, frees.
+        assert!(h.contains(
+            "Usage:    cudaError_t err = autotune_gemm_256x256x16384(A, B, C, workspace, stream);"
+        ));
+        assert!(
+            h.contains(&format!(
+                "workspace: {bytes} bytes of device memory ({helper}_workspace_bytes)"
+            )),
+            "{h}"
+        );
+        assert!(h.contains("zeroed (cudaMemsetAsync) before its first use"));
+        assert!(h.contains(&format!("workspace {bytes} B")));
+        assert!(h.contains("Results:  deterministic"));
+        assert!(h.contains(&format!(
+            "err = cudaMallocAsync(&owned, {helper}_workspace_bytes, stream);"
+        )));
+        assert!(h.contains(&format!(
+            "err = cudaMemsetAsync(workspace, 0, {helper}_workspace_bytes, stream);"
+        )));
+        assert!(h.contains("cudaFreeAsync(owned, stream)"));
+        // Zeroed once: only the helper's own buffer is zeroed, not the caller's every call;
+        // and C is not zeroed (no atomics).
+        assert_eq!(h.matches("cudaMemsetAsync(").count(), 1, "{h}");
+        let launch = h.find(&format!("autotune_{k}::{k}<<<")).unwrap();
+        assert!(h.find("cudaMallocAsync").unwrap() < launch);
+        assert!(h.rfind("cudaFreeAsync(owned").unwrap() > launch);
+
+        // The atomic split-K family: no workspace, C zeroed, not deterministic.
+        let c = choice(
+            "gemm_warptile_splitk",
+            &c.params
+                .iter()
+                .map(|(k, v)| (k.as_str(), *v))
+                .collect::<Vec<_>>(),
+        );
+        let (h, _, l) = export(&c, Op::Gemm, "256x256x16384");
+        assert_eq!(l.workspace_bytes, None);
+        assert!(!h.contains("workspace"), "{h}");
+        assert!(h.contains("Results:  not deterministic"));
+        assert!(h.contains("cudaMemsetAsync(C, 0,"));
     }
 
     #[test]

@@ -478,6 +478,7 @@ mod tests {
             checksum: cat().get("gemm_tile2d").unwrap().checksum.clone(),
             partial: None,
             produced_by: None,
+            deterministic: None,
             also_measured: Vec::new(),
         }
     }

@@ -74,6 +74,7 @@ pub fn tune_shape(
     let (baseline, baseline_error) = bench.baseline()?;
     let mut results = Vec::new();
     let mut checksums = BTreeMap::new();
+    let mut deterministic = BTreeMap::new();
     let mut best: Option<f64> = None;
     // Compile every candidate at once (NVRTC runs on all cores), then measure in order of
     // prediction until the budget is spent.
@@ -83,6 +84,7 @@ pub fn tune_shape(
         .filter_map(|config| {
             let family = catalog.get(&config.family).ok()?;
             checksums.insert(family.name().to_string(), family.checksum.clone());
+            deterministic.insert(family.name().to_string(), family.space.deterministic);
             let kernel = family
                 .kernel(config, shape, &dev.info.limits)
                 .map_err(|e| e.to_string());
@@ -142,6 +144,7 @@ pub fn tune_shape(
         bench_s: wall_s - compile_s,
         wall_s,
         checksums,
+        deterministic,
         partial: false,
         resumed: 0,
         worker_restarts: 0,

@@ -1,6 +1,13 @@
 //! What a product calls: database lookup with fallback, compile on first use (memory, then disk
 //! cache, then NVRTC), and launch on the product's own device buffers.
 //!
+//! A kernel whose family declares a workspace ([`Launch::workspace_bytes`]) gets it from the
+//! runtime: one buffer per stream the product launches on (calls on one stream run in order,
+//! so they can share it; calls on two streams may overlap, so they never do), allocated on
+//! that stream, grown as needed and kept for the runtime's life (it holds the stream too). A
+//! workspace zeroed `once` is zeroed when allocated and whenever another kernel or shape used
+//! it last, on the stream, before the launch.
+//!
 //! ```no_run
 //! use autotune::product::runtime::Tuned;
 //! # fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -22,7 +29,7 @@ use crate::cuda::device::{self, DeviceError};
 use crate::cuda::nvrtc::{self, DiskCache};
 use crate::db::{Database, DbError};
 use crate::family::catalog::{Catalog, CatalogError, Kernel};
-use crate::family::space::Launch;
+use crate::family::space::{Launch, WorkspaceZero};
 use crate::gpu::{Arch, DeviceInfo};
 use crate::problem::{Op, Shape, ShapeError};
 use crate::product::lookup::{self, Choice, LookupOptions, Rule};
@@ -119,6 +126,15 @@ enum Ready {
     Cublas,
 }
 
+/// The workspace of one stream.
+struct Workspace {
+    /// The buffer, allocated on the stream.
+    buf: CudaSlice<u8>,
+    /// The kernel and shape that used it last: a workspace zeroed `once` is clean only for
+    /// them.
+    last: Option<(String, Shape)>,
+}
+
 /// A tuning database bound to a CUDA context: the product's entry point.
 pub struct Tuned {
     db: RwLock<Database>,
@@ -129,6 +145,8 @@ pub struct Tuned {
     nvrtc: Mutex<Option<String>>,
     modules: Mutex<HashMap<String, CudaFunction>>,
     ready: RwLock<HashMap<(Op, Shape), Ready>>,
+    /// Workspaces by stream (its `CUstream` handle as an integer).
+    workspaces: Mutex<HashMap<usize, Workspace>>,
     compiled: AtomicUsize,
     disk_hits: AtomicUsize,
     quiet: bool,
@@ -174,6 +192,7 @@ impl Tuned {
             nvrtc: Mutex::new(None),
             modules: Mutex::new(HashMap::new()),
             ready: RwLock::new(HashMap::new()),
+            workspaces: Mutex::new(HashMap::new()),
             compiled: AtomicUsize::new(0),
             disk_hits: AtomicUsize::new(0),
             quiet: false,
@@ -375,22 +394,52 @@ impl Tuned {
                 func,
                 launch,
                 kernel,
-            } => bench::launch(
-                stream,
-                func,
-                *launch,
-                op,
-                shape,
-                a,
-                b,
-                &mut out.as_view_mut(),
-            )
-            .map_err(|reason| RuntimeError::Launch {
-                op,
-                shape: shape.label(op),
-                kernel: kernel.clone(),
-                reason,
-            }),
+            } => {
+                let fail = |reason: String| RuntimeError::Launch {
+                    op,
+                    shape: shape.label(op),
+                    kernel: kernel.clone(),
+                    reason,
+                };
+                let Some(bytes) = launch.workspace_bytes else {
+                    return bench::launch(
+                        stream,
+                        func,
+                        *launch,
+                        op,
+                        shape,
+                        a,
+                        b,
+                        &mut out.as_view_mut(),
+                        None,
+                    )
+                    .map_err(fail);
+                };
+                // The lock is held while the launch is enqueued, so the buffer is neither
+                // replaced nor re-zeroed by another thread in between.
+                let mut map = self.workspaces.lock().unwrap_or_else(|p| p.into_inner());
+                let ws = workspace(
+                    &mut map,
+                    stream,
+                    bytes,
+                    launch.workspace_zero,
+                    kernel,
+                    shape,
+                )
+                .map_err(fail)?;
+                bench::launch(
+                    stream,
+                    func,
+                    *launch,
+                    op,
+                    shape,
+                    a,
+                    b,
+                    &mut out.as_view_mut(),
+                    Some(&mut ws.as_view_mut()),
+                )
+                .map_err(fail)
+            }
             Ready::Cublas => self.cublas(stream, op, shape, a, b, out),
         };
         // Hot path: one read lock and a hash lookup per call once the shape is resolved; the
@@ -707,4 +756,42 @@ impl Tuned {
         modules.insert(source.kernel_name.clone(), func.clone());
         Ok(func)
     }
+}
+
+/// The workspace of `stream` in `map`, at least `bytes` long (allocated on the stream, or
+/// grown: the old buffer is freed in stream order, after the launches that used it) and, for a
+/// workspace zeroed `once`, zeroed on the stream unless `kernel` on `shape` used it last.
+fn workspace<'m>(
+    map: &'m mut HashMap<usize, Workspace>,
+    stream: &Arc<CudaStream>,
+    bytes: u64,
+    zero: WorkspaceZero,
+    kernel: &str,
+    shape: Shape,
+) -> Result<&'m mut CudaSlice<u8>, String> {
+    let bytes = usize::try_from(bytes)
+        .map_err(|_| format!("a workspace of {bytes} bytes does not fit this host"))?
+        .max(16);
+    let key = stream.cu_stream() as usize;
+    if map.get(&key).is_none_or(|w| w.buf.len() < bytes) {
+        // Dropping the old buffer frees it on its stream, after the work queued there.
+        map.remove(&key);
+        // SAFETY: a workspace zeroed `once` is zeroed below before any launch reads it
+        // (`last` is None); the others are zeroed by the launch, or written by the kernel
+        // before it reads them.
+        let buf = unsafe { stream.alloc::<u8>(bytes) }
+            .map_err(|e| format!("allocating a workspace of {bytes} bytes: {e:?}"))?;
+        map.insert(key, Workspace { buf, last: None });
+    }
+    let ws = map
+        .get_mut(&key)
+        .ok_or_else(|| "the workspace vanished".to_string())?;
+    let user = (kernel.to_string(), shape);
+    if zero == WorkspaceZero::Once && ws.last.as_ref() != Some(&user) {
+        stream
+            .memset_zeros(&mut ws.buf.slice_mut(..bytes))
+            .map_err(|e| format!("zeroing the workspace: {e:?}"))?;
+    }
+    ws.last = Some(user);
+    Ok(&mut ws.buf)
 }

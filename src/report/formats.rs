@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 pub const T4_SCHEMA_VERSION: &str = "1.0.0";
 
 /// The header of [`entries_csv`].
-pub const ENTRIES_CSV_HEADER: &str = "gpu,op,shape,m,n,k,family,kernel,params,median_ms,min_ms,spread_pct,samples,gflops,gbs,cublas_median_ms,vs_cublas,pct_of_peak,max_rel_error,tolerance,tried,failed,seed,date,tool_version,checksum,partial,also_measured,host,device,pci_bus_id,gpu_uuid,shard";
+pub const ENTRIES_CSV_HEADER: &str = "gpu,op,shape,m,n,k,family,kernel,params,median_ms,min_ms,spread_pct,samples,gflops,gbs,cublas_median_ms,vs_cublas,pct_of_peak,max_rel_error,tolerance,tried,failed,seed,date,tool_version,checksum,deterministic,partial,also_measured,host,device,pci_bus_id,gpu_uuid,shard";
 
 /// `field` as one CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break,
 /// with quotes doubled.
@@ -102,6 +102,8 @@ pub fn entries_csv(entries: &[&Entry]) -> String {
             e.date.clone(),
             e.tool_version.clone(),
             e.checksum.clone(),
+            // Empty when unknown (entries written before schema version 3).
+            e.deterministic.map(|d| d.to_string()).unwrap_or_default(),
             e.partial.map(|p| p.to_string()).unwrap_or_default(),
             also,
             text(|p| Some(p.host.clone())),
@@ -273,9 +275,19 @@ mod tests {
             shard: Some("0/8".into()),
         });
         db.entries[0].also_measured = vec![crate::db::Measurement::of(&other, "s0.toml")];
+        db.entries[0].deterministic = Some(true);
         let (g, e) = select(&db, None, None);
         let csv = entries_csv(&e);
         let lines: Vec<&str> = csv.lines().collect();
+        assert!(lines[0].contains(",checksum,deterministic,partial,"));
+        // Recorded, then unknown (an entry written before schema version 3).
+        let sum = |i: usize| e[i].checksum.clone();
+        assert!(
+            lines[1].contains(&format!(",{},true,", sum(0))),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].contains(&format!(",{},,", sum(1))), "{}", lines[2]);
         assert!(lines[0].ends_with(",also_measured,host,device,pci_bus_id,gpu_uuid,shard"));
         assert!(
             lines[1].ends_with(&format!(

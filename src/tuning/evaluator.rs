@@ -15,7 +15,7 @@ use crate::problem::{Op, Shape};
 /// Runs candidates in this process or in worker processes.
 pub enum Evaluator<'d> {
     /// In this process: a faulting kernel ends it.
-    InProcess(Bench<'d>),
+    InProcess(Box<Bench<'d>>),
     /// In worker processes, restarted after a fault.
     Isolated(Isolated),
 }
@@ -33,7 +33,7 @@ impl<'d> Evaluator<'d> {
         isolation: Option<&WorkerSettings>,
     ) -> Result<Evaluator<'d>, RunError> {
         Ok(match isolation {
-            None => Evaluator::InProcess(Bench::new(dev, op, shape, seed, timing)?),
+            None => Evaluator::InProcess(Box::new(Bench::new(dev, op, shape, seed, timing)?)),
             Some(settings) => {
                 Bench::check_fits(dev, op, shape)?;
                 Evaluator::Isolated(Isolated::new(

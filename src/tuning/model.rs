@@ -19,13 +19,17 @@
 //! - **memory-level parallelism** (gemv): the bandwidth an SM draws grows with the bytes its
 //!   resident threads keep in flight (Little's law), up to its share of the device's.
 //!
+//! - **workspace traffic**: a kernel with a workspace ([`Launch::workspace_bytes`]) is taken to
+//!   write it once and read it once (split-K partials reduced by the last block of a tile),
+//!   on top of the compulsory traffic; zeroing it every launch costs a launch and a pass.
+//!
 //! A space file may refine the per-config figures in an optional `[model]` section
 //! (`registers`, `global_bytes`, `bytes_in_flight`; see [`crate::family::space::ModelHints`]); without
 //! one the model uses the generic defaults described on [`estimate`]. The estimate is a
 //! ranking heuristic: it knows nothing of coalescing, vector widths or instruction mixes.
 
 use crate::family::catalog::Catalog;
-use crate::family::space::{Config, Launch, Limits, ModelHints};
+use crate::family::space::{Config, Launch, Limits, ModelHints, WorkspaceZero};
 use crate::gpu::{arch_facts, known_gpu, DeviceInfo};
 use crate::problem::{Op, Shape};
 use crate::search::Candidate;
@@ -246,6 +250,16 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
     } else {
         0.0
     };
+    let workspace = l.workspace_bytes.unwrap_or(0) as f64;
+    let zero_ms = zero_ms
+        + match l.workspace_bytes {
+            Some(_) if l.workspace_zero == WorkspaceZero::EveryLaunch => {
+                LAUNCH_MS + workspace / bw * 1e3
+            }
+            _ => 0.0,
+        };
+    // Written once and read once, beyond what the family's own figure says.
+    let workspace_traffic = 2.0 * workspace;
     let (compute_s, memory_s) = match op {
         Op::Gemm => {
             // Compute: an SM's FMA rate, reduced when too few warps x independent FMAs hide
@@ -279,7 +293,9 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
             );
             // Memory: every tile reads an A panel and a B panel (2 sqrt(area) x K floats)
             // through L2; device memory sees each matrix once (unless the space says more).
-            let l2_per_block = 4.0 * 2.0 * area.sqrt() * (k / split as f64);
+            // A workspace passes through L2 as well (written and read once).
+            let l2_per_block =
+                4.0 * 2.0 * area.sqrt() * (k / split as f64) + workspace_traffic / blocks as f64;
             let sm_l2 = L2_BYTES_PER_CLK_PER_SM * f64::from(machine.clock_mhz) * 1e6;
             let l2 = schedule(
                 blocks,
@@ -298,7 +314,7 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
             let dram = h
                 .global_bytes
                 .map(|b| b as f64)
-                .unwrap_or(4.0 * (m * k + k * n + m * n) + atomics);
+                .unwrap_or(4.0 * (m * k + k * n + m * n) + atomics + workspace_traffic);
             (compute, l2.max(dram / bw))
         }
         Op::Gemv => {
@@ -306,7 +322,7 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
             let bytes = h
                 .global_bytes
                 .map(|b| b as f64)
-                .unwrap_or(4.0 * (m * k + k + m) + atomics);
+                .unwrap_or(4.0 * (m * k + k + m) + atomics + workspace_traffic);
             let in_flight = h.bytes_in_flight.map_or(16.0, |b| b.max(1) as f64);
             let share = SM_BANDWIDTH_SHARE * bw / f64::from(sms);
             let rate =
@@ -379,6 +395,8 @@ mod tests {
                 block: (threads, 1, 1),
                 dynamic_shared_bytes: smem,
                 zero_output: false,
+                workspace_bytes: None,
+                workspace_zero: WorkspaceZero::Once,
             },
             hints: ModelHints::default(),
         }
@@ -503,6 +521,47 @@ mod tests {
             (filled - bare - 9.0 * fill).abs() < 1e-12,
             "{filled} vs {bare}"
         );
+    }
+
+    #[test]
+    fn workspace_traffic_and_per_launch_zeroing_cost_time() {
+        let m = h100();
+        // Split-K on a small output with a long K: 16 tiles x 16 splits of 64x64.
+        let shape = Shape {
+            m: 256,
+            n: 256,
+            k: 16384,
+        };
+        let mut fp = launch(16, 128, 48 * 1024);
+        fp.launch.grid.2 = 16;
+        let bare = estimate(Op::Gemm, shape, &fp, &m);
+        // Partials of 16 splits x 256 x 256 floats (4 MiB) plus a counter per tile, written
+        // and read once: more memory time, and no less in all.
+        let ws = 4 * 16 * 256 * 256 + 4 * 16;
+        fp.launch.workspace_bytes = Some(ws);
+        let once = estimate(Op::Gemm, shape, &fp, &m);
+        // (The tiles' panels already pass 128 MiB through L2: 8 MiB more is ~6%.)
+        assert!(
+            once.memory_ms > 1.05 * bare.memory_ms,
+            "{once:?} vs {bare:?}"
+        );
+        assert!(once.time_ms > bare.time_ms, "{once:?} vs {bare:?}");
+        assert_eq!(once.compute_ms, bare.compute_ms);
+        let base = 4.0 * (256.0 * 16384.0 * 2.0 + 256.0 * 256.0);
+        fp.launch.workspace_zero = WorkspaceZero::EveryLaunch;
+        let every = estimate(Op::Gemm, shape, &fp, &m);
+        let zeroing = LAUNCH_MS + ws as f64 / (m.dram_gbs * 1e9) * 1e3;
+        assert!(
+            (every.time_ms - once.time_ms - zeroing).abs() < 1e-12,
+            "{every:?} vs {once:?}"
+        );
+        // A family's own global_bytes figure replaces the device-memory traffic, workspace
+        // included: a huge figure is taken as is.
+        fp.launch.workspace_zero = WorkspaceZero::Once;
+        fp.hints.global_bytes = Some(1000 * base as i64);
+        let hinted = estimate(Op::Gemm, shape, &fp, &m);
+        let dram_ms = 1000.0 * base / (m.dram_gbs * 1e9) * 1e3;
+        assert!((hinted.memory_ms - dram_ms).abs() < 1e-12, "{hinted:?}");
     }
 
     #[test]

@@ -61,6 +61,8 @@ pub struct TuneReport {
     pub wall_s: f64,
     /// Family checksums, by family name.
     pub checksums: BTreeMap<String, String>,
+    /// Whether each family's kernels are deterministic, by family name.
+    pub deterministic: BTreeMap<String, bool>,
     /// The search was interrupted before it finished: the winner is the best so far.
     pub partial: bool,
     /// Candidates taken from the journal of an interrupted run instead of run again.
@@ -146,6 +148,7 @@ impl TuneReport {
                 .get(&best.family)
                 .cloned()
                 .unwrap_or_default(),
+            deterministic: self.deterministic.get(&best.family).copied(),
             partial: self.partial.then_some(true),
             produced_by: None,
             also_measured: Vec::new(),

@@ -296,6 +296,10 @@ pub fn tune(
         .for_op(op)
         .map(|f| (f.name().to_string(), f.checksum.clone()))
         .collect();
+    let deterministic = catalog
+        .for_op(op)
+        .map(|f| (f.name().to_string(), f.space.deterministic))
+        .collect();
     Ok(TuneReport {
         op,
         shape,
@@ -311,6 +315,7 @@ pub fn tune(
         bench_s: t_bench.elapsed().as_secs_f64(),
         wall_s: start.elapsed().as_secs_f64(),
         checksums,
+        deterministic,
         partial: searched.interrupted,
         resumed,
         worker_restarts: evaluator.restarts(),

@@ -381,6 +381,7 @@ pub fn entry(gpu: &str, op: Op, shape: &str) -> Entry {
         checksum: "ab".repeat(32),
         partial: None,
         produced_by: None,
+        deterministic: None,
         also_measured: Vec::new(),
     }
 }

@@ -1,0 +1,250 @@
+//! Unit tests of the space parser, pruning and launch geometry.
+
+use super::*;
+
+const SPACE: &str = r#"
+name = "toy"
+op = "gemm"
+template = "toy.cu"
+constraints = ["THREADS >= 32", "BM % TM == 0"]
+
+[params]
+BM = [32, 64, 128]
+TM = [1, 2, 3, 4]
+
+[derived]
+THREADS = "ROWS * 16"
+ROWS = "BM / TM"
+
+[launch]
+grid = ["ceil_div(N, 16)", "ceil_div(M, BM)", "1"]
+block = ["THREADS", "1", "1"]
+shared_bytes = "4 * BM * 16"
+"#;
+
+fn limits() -> Limits {
+    Limits::for_arch(90).unwrap()
+}
+
+#[test]
+fn enumerates_prunes_and_launches() {
+    let s = Space::from_toml_str(SPACE, "toy.toml").unwrap();
+    assert_eq!(s.cardinality(), 12);
+    let shape = Shape {
+        m: 100,
+        n: 33,
+        k: 7,
+    };
+    let p = s.prune(shape, &limits()).unwrap();
+    assert_eq!(p.total, 12);
+    // TM=3 divides none of 32/64/128; BM=128,TM=1 gives 2048 threads (> 1024).
+    let names: Vec<String> = p.valid.iter().map(|c| c.params_label()).collect();
+    assert_eq!(
+        names,
+        vec![
+            "BM=32 TM=1",
+            "BM=32 TM=2",
+            "BM=32 TM=4",
+            "BM=64 TM=1",
+            "BM=64 TM=2",
+            "BM=64 TM=4",
+            "BM=128 TM=2",
+            "BM=128 TM=4"
+        ]
+    );
+    assert_eq!(p.rejected_by.get("BM % TM == 0"), Some(&3));
+    assert_eq!(
+        p.rejected_by.get("threads per block > device limit"),
+        Some(&1)
+    );
+    assert_eq!(p.rejected_by.get("THREADS >= 32"), None);
+    let c = &p.valid[4];
+    let l = s.launch(c, shape, &limits()).unwrap();
+    assert_eq!(l.grid, (3, 2, 1));
+    assert_eq!(l.block, (512, 1, 1));
+}
+
+#[test]
+fn rejects_bad_files() {
+    let typo = SPACE.replace("BM % TM == 0", "BM % TMM == 0");
+    let e = Space::from_toml_str(&typo, "t").unwrap_err().to_string();
+    assert!(e.contains("TMM"), "{e}");
+    let cycle = SPACE.replace("ROWS = \"BM / TM\"", "ROWS = \"THREADS / 16\"");
+    assert!(Space::from_toml_str(&cycle, "t")
+        .unwrap_err()
+        .to_string()
+        .contains("cycle"));
+    let empty = SPACE.replace("TM = [1, 2, 3, 4]", "TM = []");
+    assert!(Space::from_toml_str(&empty, "t").is_err());
+    let grid2 = SPACE.replace(", \"1\"]\nblock", "]\nblock");
+    assert!(Space::from_toml_str(&grid2, "t")
+        .unwrap_err()
+        .to_string()
+        .contains("3 expressions"));
+    let unknown = SPACE.replace("[launch]", "[launch]\nfoo = 1");
+    assert!(matches!(
+        Space::from_toml_str(&unknown, "t"),
+        Err(SpaceError::Toml { .. })
+    ));
+}
+
+#[test]
+fn the_model_section_is_optional_and_checked() {
+    let s = Space::from_toml_str(SPACE, "toy.toml").unwrap();
+    let shape = Shape { m: 64, n: 64, k: 8 };
+    let c = s.prune(shape, &limits()).unwrap().valid[0].clone();
+    let h = s.model_hints(&c, shape, &limits()).unwrap();
+    assert_eq!(h.static_shared_bytes, 4 * 32 * 16);
+    assert_eq!(
+        (
+            h.registers,
+            h.global_bytes,
+            h.bytes_in_flight,
+            h.fma_efficiency_pct
+        ),
+        (None, None, None, None)
+    );
+
+    let with = format!(
+        "{SPACE}\n[model]\nregisters = \"32 + BM / TM\"\nglobal_bytes = \"4 * (M * K + K * N + M * N)\"\nbytes_in_flight = \"16 / (BM - BM)\"\nfma_efficiency_pct = \"90\"\n"
+    );
+    let s = Space::from_toml_str(&with, "toy.toml").unwrap();
+    let h = s.model_hints(&c, shape, &limits()).unwrap();
+    assert_eq!(h.registers, Some(32 + 32));
+    assert_eq!(h.global_bytes, Some(4 * (64 * 8 + 8 * 64 + 64 * 64)));
+    // Division by zero: left out, not an error.
+    assert_eq!(h.bytes_in_flight, None);
+    assert_eq!(h.fma_efficiency_pct, Some(90));
+
+    let typo = with.replace("32 + BM / TM", "32 + BM / TMM");
+    let e = Space::from_toml_str(&typo, "t").unwrap_err().to_string();
+    assert!(e.contains("TMM"), "{e}");
+    let unknown = format!("{SPACE}\n[model]\nregs = \"32\"\n");
+    assert!(matches!(
+        Space::from_toml_str(&unknown, "t"),
+        Err(SpaceError::Toml { .. })
+    ));
+}
+
+#[test]
+fn limits_of_known_archs() {
+    assert_eq!(
+        Limits::for_arch(61).unwrap().max_shared_per_block_optin,
+        48 * 1024
+    );
+    assert_eq!(
+        Limits::for_arch(90).unwrap().max_shared_per_block_optin,
+        227 * 1024
+    );
+    assert!(Limits::for_arch(42).is_none());
+}
+
+#[test]
+fn workspace_bytes_are_evaluated_per_shape_and_checked() {
+    let plain = Space::from_toml_str(SPACE, "toy.toml").unwrap();
+    let shape = Shape {
+        m: 100,
+        n: 33,
+        k: 7,
+    };
+    let c = plain.prune(shape, &limits()).unwrap().valid[0].clone();
+    let l = plain.launch(&c, shape, &limits()).unwrap();
+    assert_eq!((l.workspace_bytes, l.zero_output), (None, false));
+    // Without atomics a family is deterministic unless it says otherwise.
+    assert!(plain.deterministic);
+
+    let with = SPACE.replace(
+        "[launch]",
+        "[launch]\nworkspace_bytes = \"4 * ceil_div(M, BM) * (BM * N + 1)\"",
+    );
+    let s = Space::from_toml_str(&with, "toy.toml").unwrap();
+    let l = s.launch(&c, shape, &limits()).unwrap();
+    // BM = 32: 4 row tiles of 32 x 33 floats and a counter each.
+    assert_eq!(l.workspace_bytes, Some(4 * 4 * (32 * 33 + 1)));
+    assert_eq!(l.workspace_zero, WorkspaceZero::Once, "the default");
+    let every = with.replace("[launch]", "[launch]\nworkspace_zero = \"every_launch\"");
+    let l = Space::from_toml_str(&every, "t")
+        .unwrap()
+        .launch(&c, shape, &limits())
+        .unwrap();
+    assert_eq!(l.workspace_zero, WorkspaceZero::EveryLaunch);
+    assert_eq!(WorkspaceZero::EveryLaunch.name(), "every_launch");
+
+    // Errors name the family and the field.
+    let typo = SPACE.replace("[launch]", "[launch]\nworkspace_bytes = \"4 * SPLITK\"");
+    let e = Space::from_toml_str(&typo, "t").unwrap_err().to_string();
+    assert!(e.contains("'toy'") && e.contains("SPLITK"), "{e}");
+    let bad = SPACE.replace("[launch]", "[launch]\nworkspace_bytes = \"4 *\"");
+    let e = Space::from_toml_str(&bad, "t").unwrap_err();
+    assert!(
+        matches!(&e, SpaceError::Expr { family, place, .. } if family == "toy" && place == "launch.workspace_bytes"),
+        "{e}"
+    );
+    let orphan = SPACE.replace("[launch]", "[launch]\nworkspace_zero = \"once\"");
+    let e = Space::from_toml_str(&orphan, "t").unwrap_err().to_string();
+    assert!(e.contains("'toy'") && e.contains("workspace_bytes"), "{e}");
+    let unknown = SPACE.replace("[launch]", "[launch]\nworkspace_zero = \"sometimes\"");
+    assert!(matches!(
+        Space::from_toml_str(&unknown, "t"),
+        Err(SpaceError::Toml { .. })
+    ));
+
+    // A negative size or an overflow on a huge shape makes the config invalid there, with a
+    // reason, not the space.
+    let negative = SPACE.replace("[launch]", "[launch]\nworkspace_bytes = \"0 - M\"");
+    let s = Space::from_toml_str(&negative, "t").unwrap();
+    let why = s.reject_reason(&c, shape, &limits()).unwrap().unwrap();
+    assert!(why.contains("workspace_bytes = -100"), "{why}");
+    let s = Space::from_toml_str(&with, "t").unwrap();
+    let huge = Shape {
+        m: 1 << 40,
+        n: 1 << 40,
+        k: 1,
+    };
+    let why = s.reject_reason(&c, huge, &limits()).unwrap().unwrap();
+    assert!(why.contains("workspace_bytes"), "{why}");
+}
+
+#[test]
+fn deterministic_defaults_from_atomics_and_cannot_contradict_them() {
+    let atomic = SPACE.replace("[launch]", "[launch]\nzero_output = true");
+    assert!(!Space::from_toml_str(&atomic, "t").unwrap().deterministic);
+    let said = format!("deterministic = false\n{SPACE}");
+    assert!(!Space::from_toml_str(&said, "t").unwrap().deterministic);
+    let said = format!("deterministic = true\n{SPACE}");
+    assert!(Space::from_toml_str(&said, "t").unwrap().deterministic);
+    let contradiction = format!("deterministic = true\n{atomic}");
+    let e = Space::from_toml_str(&contradiction, "t")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("'toy'") && e.contains("zero_output"), "{e}");
+}
+
+#[test]
+fn the_deterministic_split_k_space_sizes_its_workspace_as_the_template_lays_it_out() {
+    let cat = crate::family::catalog::Catalog::builtin().unwrap();
+    let fam = cat.get("gemm_warptile_splitk_det").unwrap();
+    assert!(fam.space.deterministic);
+    let shape = Shape {
+        m: 257,
+        n: 130,
+        k: 16384,
+    };
+    let pruned = fam.space.prune(shape, &limits()).unwrap();
+    assert!(!pruned.valid.is_empty());
+    for c in &pruned.valid {
+        let l = fam.space.launch(c, shape, &limits()).unwrap();
+        let p = |k: &str| c.params[k] as u64;
+        let tiles = 257u64.div_ceil(p("BM")) * 130u64.div_ceil(p("BN"));
+        // Partials [SPLIT_K][tiles][BM * BN] floats, then a u32 counter per tile.
+        assert_eq!(
+            l.workspace_bytes,
+            Some(4 * p("SPLIT_K") * tiles * p("BM") * p("BN") + 4 * tiles),
+            "{}",
+            c.params_label()
+        );
+        assert_eq!(l.workspace_zero, WorkspaceZero::Once);
+        assert!(!l.zero_output);
+        assert_eq!(u64::from(l.grid.2), p("SPLIT_K"));
+    }
+}
