@@ -58,9 +58,10 @@
 // - B's tile is stored as is, Bs[k][n], filled with 16-byte copies when N % 4 == 0 and B is
 //   16-byte aligned, else with 4-byte copies.
 // On sm_80 and newer the copies are cp.async (cp.async.cg 16 bytes, cp.async.ca 4 bytes). A
-// block whose tile lies inside M and N (and B aligned) copies interior K tiles unchecked; edge
-// tiles check every element and zero-fill (src-size 0) what lies outside the matrix or the K
-// chunk, reading from the matrix's first element instead. Older archs load into registers at
+// block whose tile lies inside M and N copies interior K tiles unchecked (B 4 bytes at a time
+// where its rows are not 16-byte aligned); edge tiles check every element and zero-fill
+// (src-size 0) what lies outside the matrix or the K chunk, reading from the matrix's first
+// element instead. Older archs load into registers at
 // a tile's first step and store them into the free stage before its last.
 //
 // Warp layout: the 32 lanes of a warp form (WSUBM/TM) x (WSUBN/TN) threads; for one k a warp
@@ -225,9 +226,11 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     const int b_col = bn + b_c4 * 4;
     const float* const b_base = B + (long long)(k_begin + b_k0) * N + min(b_col, N - 1);
 #if WT_ASYNC
-    // Block-uniform: every copy of a tile lies inside the matrix and B's rows are 16-byte
-    // aligned, so the copies need no checks (for K tiles that also lie inside the K chunk).
-    const bool interior = bm + BM <= M && bn + BN <= N && b_vec;
+    // Block-uniform: every copy of a tile lies inside the matrix, so the copies need no
+    // checks (for K tiles that also lie inside the K chunk). Unlike gemm_warptile.cu, B's rows
+    // need not be 16-byte aligned: an odd N copies B 4 bytes at a time but unchecked too (the
+    // checked path's predicates cost issue slots on every tile of an odd-N shape).
+    const bool interior = bm + BM <= M && bn + BN <= N;
     const unsigned as_sh = static_cast<unsigned>(__cvta_generic_to_shared(As)) +
                            4u * (unsigned)(a_kin * AS_LD + a_m0);
     const unsigned bs_sh = static_cast<unsigned>(__cvta_generic_to_shared(Bs)) +
@@ -245,10 +248,19 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 for (int g = 0; g < A_NKG; ++g)
                     wt_cp4(as_dst + 4u * (g * A_KSTEP * AS_LD + r * A_ROWSTEP),
                            a_row[r] + kt * BK + g * A_KSTEP, true);
+            if (b_vec) {
 #pragma unroll
-            for (int l = 0; l < B_PER; ++l)
-                wt_cp16(bs_dst + 4u * (l * B_KSTEP * BN),
-                        b_base + b_off + (long long)(l * B_KSTEP) * N, true);
+                for (int l = 0; l < B_PER; ++l)
+                    wt_cp16(bs_dst + 4u * (l * B_KSTEP * BN),
+                            b_base + b_off + (long long)(l * B_KSTEP) * N, true);
+            } else {
+#pragma unroll
+                for (int l = 0; l < B_PER; ++l)
+#pragma unroll
+                    for (int q = 0; q < 4; ++q)
+                        wt_cp4(bs_dst + 4u * (l * B_KSTEP * BN + q),
+                               b_base + b_off + (long long)(l * B_KSTEP) * N + q, true);
+            }
             return;
         }
         // Edge tile: every copy checked; out-of-range elements are zero-filled (their source
@@ -457,29 +469,30 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         if (!last) return; // block-uniform; no barrier follows
         __threadfence();
         const float4* const tile_part = part + (long long)tile * (BM * BN / 4) + tid;
+        // Split by split, all of this thread's float4s at once, so their loads are in flight
+        // together (a loop over splits per element waited on one load at a time: the reduction
+        // took a third of the kernel at 128x128x8192 on an H100). This split's own partial is
+        // read back too: it is what it stored, bit for bit. The sum starts from 0.0f and adds
+        // z = 0, 1, ..., splits - 1 in order, whatever block runs it.
 #pragma unroll
-        for (int i = 0; i < FRAG_M; ++i) {
+        for (int i = 0; i < FRAG_M; ++i)
 #pragma unroll
-            for (int j = 0; j < FRAG_N; j += 4) {
-                const int slot = (i * (FRAG_N / 4) + j / 4) * THREADS;
-                float4 sum = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-                for (int z = 0; z < splits; ++z) {
-                    float4 v;
-                    if (z == split) {
-                        v = make_float4(acc[i][j + 0], acc[i][j + 1], acc[i][j + 2],
-                                        acc[i][j + 3]);
-                    } else {
-                        v = __ldcg(tile_part + (long long)z * tiles * (BM * BN / 4) + slot);
-                    }
-                    sum.x += v.x;
-                    sum.y += v.y;
-                    sum.z += v.z;
-                    sum.w += v.w;
+            for (int j = 0; j < FRAG_N; ++j) acc[i][j] = 0.0f;
+        for (int z = 0; z < splits; ++z) {
+            const float4* const src = tile_part + (long long)z * tiles * (BM * BN / 4);
+            float4 v[FRAG_M * FRAG_N / 4];
+#pragma unroll
+            for (int s = 0; s < FRAG_M * FRAG_N / 4; ++s) v[s] = __ldcg(src + s * THREADS);
+#pragma unroll
+            for (int i = 0; i < FRAG_M; ++i) {
+#pragma unroll
+                for (int j = 0; j < FRAG_N; j += 4) {
+                    const float4 w = v[i * (FRAG_N / 4) + j / 4];
+                    acc[i][j + 0] += w.x;
+                    acc[i][j + 1] += w.y;
+                    acc[i][j + 2] += w.z;
+                    acc[i][j + 3] += w.w;
                 }
-                acc[i][j + 0] = sum.x;
-                acc[i][j + 1] = sum.y;
-                acc[i][j + 2] = sum.z;
-                acc[i][j + 3] = sum.w;
             }
         }
         // Every split of this tile has counted in: no one else touches the counter in this
