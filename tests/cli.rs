@@ -139,7 +139,9 @@ fn shipped_coverage_predicts_untuned_shapes_without_a_gpu() {
     for gpu in ["NVIDIA H100 80GB HBM3", "NVIDIA H200"] {
         let loo = ok(&["cover", "--loo", "--db", db, "--op", "gemm", "--gpu", gpu]);
         assert!(
-            loo.contains("leave-one-out on 278 grid points") && loo.contains("regret (chosen"),
+            loo.contains("leave-one-out on ")
+                && loo.contains(" grid points of ")
+                && loo.contains("regret (chosen"),
             "{loo}"
         );
         let out = ok(&[

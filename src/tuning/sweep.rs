@@ -57,11 +57,19 @@ pub fn space_ends(
 }
 
 /// Shapes whose valid configs make up the pool a family's sweep configs are drawn from: short,
-/// square and long reductions (some constraints depend on K).
+/// square and long reductions (some constraints depend on K), few rows or columns.
 fn reference_shapes(op: Op) -> Vec<Shape> {
     let s = |m, n, k| Shape { m, n, k };
     match op {
-        Op::Gemm => vec![s(1024, 1024, 1024), s(4096, 4096, 128), s(128, 128, 8192)],
+        Op::Gemm => vec![
+            s(1024, 1024, 1024),
+            s(4096, 4096, 128),
+            s(128, 128, 8192),
+            // The GEMV-shaped families are offered only for few rows or columns.
+            s(1, 4096, 4096),
+            s(8, 2048, 2048),
+            s(2048, 8, 2048),
+        ],
         Op::Gemv => vec![s(4096, 1, 4096), s(65536, 1, 64), s(64, 1, 65536)],
     }
 }
