@@ -4,7 +4,8 @@
 # Full logs and the database go to $OUT (default: a temp dir); a short table is printed last.
 #   SHAPES="2048x2048x2048 4096x4096x4096" OP=gemm bash scripts/gpu.sh
 #   SUITES="configs/suites/gemv.toml" SHAPES= bash scripts/gpu.sh     # whole suites
-#   SKIP_TESTS=1 skips the GPU tests. DB_FROM=file starts from that database, not results/tuning.toml.
+#   SKIP_TESTS=1 skips the GPU tests; GPU_TESTS_FILTER=name runs only the tests matching it.
+#   DETERMINISTIC_SHAPES="128x128x8192" tunes those gemm shapes with --deterministic (unsaved). DB_FROM=file starts from that database, not results/tuning.toml.
 #   FAULTS=1 tunes the fault suite (tests/data/faults) through the CLI.
 #   KILL_RESUME=1 kills a tune with -9 halfway and finishes it with --resume.
 #   SASS=1 dumps the SASS and register use of the gemm winners of SASS_SHAPES (cuobjdump).
@@ -45,7 +46,7 @@ export AUTOTUNE_BIN="$PWD/.gpu/autotune"
 status=0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   start=$SECONDS
-  AUTOTUNE_REQUIRE_GPU=1 .gpu/gpu-tests --test-threads=1 --nocapture >"$OUT/gpu-tests.log" 2>&1 || status=1
+  AUTOTUNE_REQUIRE_GPU=1 .gpu/gpu-tests --test-threads=1 --nocapture ${GPU_TESTS_FILTER:-} >"$OUT/gpu-tests.log" 2>&1 || status=1
   echo "gpu tests: $(grep -E '^test result' "$OUT/gpu-tests.log" | tail -1) ($((SECONDS - start)) s)" | tee -a "$OUT/summary.txt"
   grep -E "validated|skipped|^sweep" "$OUT/gpu-tests.log" | tee -a "$OUT/summary.txt"
 fi
@@ -245,6 +246,11 @@ for shape in $SHAPES; do
     echo "== $OP $shape: whole run $((SECONDS - start)) s"
     grep -E "^space |^ *#|^ *1 |^ *2 |^ *- |failed|wall time|Error" "$OUT/tune-$OP-$shape.log" | head -14
   } | tee -a "$OUT/summary.txt"
+done
+for shape in ${DETERMINISTIC_SHAPES:-}; do
+  # The best deterministic kernel of the shape, beside the database's (any kind), unsaved.
+  .gpu/autotune --op gemm --shape "$shape" --deterministic --no-save --top 3 ${AUTOTUNE_ARGS:-} >"$OUT/det-$shape.log" 2>&1 || status=1
+  { echo "== gemm $shape, deterministic kernels only"; grep -E "^ *1 |Error" "$OUT/det-$shape.log"; } | tee -a "$OUT/summary.txt"
 done
 for suite in $SUITES; do
   name=$(basename "$suite" .toml)
