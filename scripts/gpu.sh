@@ -5,7 +5,8 @@
 #   SHAPES="2048x2048x2048 4096x4096x4096" OP=gemm bash scripts/gpu.sh
 #   SUITES="configs/suites/gemv.toml" SHAPES= bash scripts/gpu.sh     # whole suites
 #   SKIP_TESTS=1 skips the GPU tests; GPU_TESTS_FILTER=name runs only the tests matching it.
-#   DETERMINISTIC_SHAPES="128x128x8192" tunes those gemm shapes with --deterministic (unsaved). DB_FROM=file starts from that database, not results/tuning.toml.
+#   DETERMINISTIC_SHAPES="128x128x8192" tunes those gemm shapes with --deterministic (unsaved).
+#   DB_FROM=file starts from that database, not results/tuning.toml.
 #   FAULTS=1 tunes the fault suite (tests/data/faults) through the CLI.
 #   KILL_RESUME=1 kills a tune with -9 halfway and finishes it with --resume.
 #   SASS=1 dumps the SASS and register use of the gemm winners of SASS_SHAPES (cuobjdump).
