@@ -17,7 +17,7 @@
 #   COVER="gemm gemv" measures those ops' coverage grids (`autotune cover`) into the database;
 #   COVER_EXTEND="configs/coverage/gemm-unaligned.toml" then adds those grids (of the same op).
 #   EVALUATE="gemm:50 gemv:30" runs `autotune evaluate` on that many seeded random shapes per op
-#   (EVAL_SEED, EVAL_ARGS), writing $OUT/evaluate-<op>.md; ONLINE=N tries online tuning on N shapes.
+#   (EVAL_SEEDS, default 2026; EVAL_ARGS), writing $OUT/evaluate-<op>-<seed>.md; ONLINE=N tries online tuning on N shapes.
 #   The GPU tests' randomized sweep: AUTOTUNE_SWEEP=quick (default, ~100 problems) or full (1,000);
 #   AUTOTUNE_PTX_ARCH=compute_75 runs every sweep through PTX for that arch (JIT by the driver).
 #   VERIFY=1 runs `autotune verify` on the database (cubins, then PTX for VERIFY_PTX_ARCH, default
@@ -218,10 +218,13 @@ for op in ${COVER:-}; do
 done
 for spec in ${EVALUATE:-}; do
   op=${spec%%:*}; count=${spec##*:}
-  start=$SECONDS
-  .gpu/autotune evaluate --op "$op" --random "$count" --seed "${EVAL_SEED:-2026}" --db "$DB" \
-    --out "$OUT/evaluate-$op.md" --json "$OUT/evaluate-$op.json" ${EVAL_ARGS:-} >"$OUT/evaluate-$op.log" 2>&1 || status=1
-  { echo "== evaluate $op, $count random shapes: $((SECONDS - start)) s"; grep -A14 "^summary" "$OUT/evaluate-$op.log"; grep "^Error" "$OUT/evaluate-$op.log"; } | tee -a "$OUT/summary.txt"
+  for seed in ${EVAL_SEEDS:-${EVAL_SEED:-2026}}; do
+    start=$SECONDS
+    name="evaluate-$op-$seed"
+    .gpu/autotune evaluate --op "$op" --random "$count" --seed "$seed" --db "$DB" \
+      --out "$OUT/$name.md" --json "$OUT/$name.json" ${EVAL_ARGS:-} >"$OUT/$name.log" 2>&1 || status=1
+    { echo "== evaluate $op, $count random shapes, seed $seed: $((SECONDS - start)) s"; grep -A14 "^summary" "$OUT/$name.log"; grep "^Error" "$OUT/$name.log"; } | tee -a "$OUT/summary.txt"
+  done
 done
 if [ -n "${ONLINE:-}" ]; then
   # Online tuning of ONLINE unseen gemm shapes from an empty compile cache (a product's first
