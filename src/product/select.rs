@@ -50,8 +50,19 @@ const ALIGN_WEIGHT: f64 = 1.4;
 /// eight is enough to veto.
 pub const GUARD_MARGIN: f64 = 0.95;
 /// How many standard deviations of the neighbours' evidence (log space, weighted) the guard
-/// adds to their mean ([`GUARD_MARGIN`]).
+/// adds to their mean for gemm ([`GUARD_MARGIN`], [`guard_spread`]).
 pub const GUARD_SPREAD: f64 = 0.5;
+
+/// How many standard deviations the guard adds for `op`: [`GUARD_SPREAD`] for gemm, 1 for
+/// gemv. Chosen by the same leave-one-out rule on the gemv grids (78 points per GPU): at 0.5
+/// two points per GPU fell below 0.97x cuBLAS (to 0.958x and 0.924x), at 1.0 none, with
+/// 1.170x (H100) and 1.145x (H200).
+pub fn guard_spread(op: Op) -> f64 {
+    match op {
+        Op::Gemm => GUARD_SPREAD,
+        Op::Gemv => 1.0,
+    }
+}
 
 /// A config's predicted time on a shape.
 #[derive(Debug, Clone, Copy, PartialEq, serde::Serialize)]
@@ -72,7 +83,7 @@ pub struct Ranking {
     /// Log-space distance to the nearest grid point used.
     pub nearest: f64,
     /// The best config's time over cuBLAS's, pessimistically: the neighbours' weighted
-    /// geometric mean of it, raised by [`GUARD_SPREAD`] of their weighted standard deviation
+    /// geometric mean of it, raised by [`guard_spread`] of their weighted standard deviation
     /// (in log space).
     pub doubt: f64,
 }
@@ -326,7 +337,7 @@ impl Selector {
                 .map(|e| e.0 * (e.1 - mean).powi(2))
                 .sum::<f64>()
                 / weights;
-            (mean + GUARD_SPREAD * var.sqrt()).exp()
+            (mean + guard_spread(self.op) * var.sqrt()).exp()
         });
         Some(Ranking {
             configs,
