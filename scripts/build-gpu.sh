@@ -18,3 +18,14 @@ while read -r name exe; do
   [ "$name" = gpu ] && cp "$exe" .gpu/gpu-tests
 done <<<"$tests"
 ls -la .gpu
+# NVRTC 12 for the sm_61 path on the GPU machine (gpu.sh NVRTC12=.nvrtc), xz-compressed to fit
+# the carried tree: from the venv scripts/test.sh makes. Kept when already there.
+lib=$(ls -d .venv/lib/python3*/site-packages/nvidia/cuda_nvrtc/lib 2>/dev/null | head -n1 || true)
+if [ -n "$lib" ] && [ ! -f .nvrtc/libnvrtc.so.12.xz ]; then
+  mkdir -p .nvrtc
+  for f in "$lib"/libnvrtc.so.12 "$lib"/libnvrtc-builtins.so.12.*; do
+    case "$f" in *alt*) continue ;; esac
+    xz -T2 -6 -c "$f" >".nvrtc/$(basename "$f").xz"
+  done
+fi
+ls -la .nvrtc 2>/dev/null || true

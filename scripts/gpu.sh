@@ -26,7 +26,11 @@
 #   SANITIZE=1 runs compute-sanitizer (SANITIZE_TOOLS, default memcheck racecheck synccheck) over
 #   `autotune verify --edge-only --space-ends --in-process` (this GPU's winners and every space's
 #   first and last config on the edge shapes; SANITIZE_VERIFY_ARGS adds options, e.g. --op gemm),
-#   logging $OUT/sanitizer-<tool>.log and each tool's SUMMARY line.
+#   logging $OUT/sanitizer-<tool>.log and each tool's SUMMARY line; SANITIZE_PER_FAMILY=1 runs
+#   one sanitizer process per family at once (verify --family), a summary line per family.
+#   NVRTC12=.nvrtc validates the sm_61 (GTX 1080 Ti) code path: NVRTC 12 from the xz-compressed
+#   libraries in that directory (scripts/build-gpu.sh puts them there) compiles PTX for
+#   compute_61, run by the randomized sweep (NVRTC12_SWEEP=quick|full) and verify.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 OUT=${OUT:-$(mktemp -d)}
@@ -124,6 +128,28 @@ if [ "${SANITIZE:-0}" = 1 ]; then
   else
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
       start=$SECONDS
+      if [ "${SANITIZE_PER_FAMILY:-0}" = 1 ]; then
+        # One sanitizer process per family, all at once: racecheck over every family in one
+        # process ran past 100 s on an H200; the families are independent.
+        pids=()
+        for fam in $(ls configs/spaces/*.toml | xargs -n1 basename | sed 's/\.toml$//'); do
+          timeout "${SANITIZE_TIMEOUT:-1200}" "$san" --tool "$tool" --error-exitcode 99 --print-limit 50 \
+            .gpu/autotune verify --db "$DB" --edge-only --space-ends --in-process --family "$fam" ${SANITIZE_VERIFY_ARGS:-} \
+            >"$OUT/sanitizer-$tool-$fam.log" 2>&1 &
+          pids+=($!)
+        done
+        rc=0
+        for p in "${pids[@]}"; do wait "$p" || rc=$?; done
+        [ $rc = 0 ] || status=1
+        {
+          echo "== sanitizer $tool, one process per family: last non-zero exit ${rc} ($((SECONDS - start)) s)"
+          for f in "$OUT"/sanitizer-$tool-*.log; do
+            fam=$(basename "$f" .log); fam=${fam#sanitizer-$tool-}
+            echo "$fam: $(grep -hE "^verify: [0-9]+ kernel" "$f" | sed 's/ (max slowdown.*//') | $(grep -hE "(ERROR|RACECHECK) SUMMARY" "$f" | sed 's/^========= //' | tr '\n' ' ')$(grep -h "^Error" "$f")"
+          done
+        } | tee -a "$OUT/summary.txt"
+        continue
+      fi
       timeout "${SANITIZE_TIMEOUT:-1200}" "$san" --tool "$tool" --error-exitcode 99 --print-limit 50 \
         .gpu/autotune verify --db "$DB" --edge-only --space-ends --in-process ${SANITIZE_VERIFY_ARGS:-} \
         >"$OUT/sanitizer-$tool.log" 2>&1
@@ -135,6 +161,31 @@ if [ "${SANITIZE:-0}" = 1 ]; then
       } | tee -a "$OUT/summary.txt"
     done
   fi
+fi
+if [ -n "${NVRTC12:-}" ]; then
+  # The GTX 1080 Ti's code path (sm_61) on this GPU: NVRTC 12 (carried xz-compressed in the
+  # NVRTC12 directory, e.g. by scripts/build-gpu.sh into .nvrtc/; this machine has CUDA 13
+  # only) compiles PTX for compute_61 and the driver JIT-compiles it. The randomized sweep and
+  # verify (this GPU's entries and every space's ends) validate it; timings are not judged.
+  d="$OUT/../nvrtc12"; rm -rf "$d"; mkdir -p "$d"
+  for f in "$NVRTC12"/*.xz; do
+    python3 -c 'import lzma, sys; open(sys.argv[2], "wb").write(lzma.open(sys.argv[1]).read())' "$f" "$d/$(basename "$f" .xz)" || status=1
+  done
+  start=$SECONDS
+  AUTOTUNE_NVRTC="$d" AUTOTUNE_PTX_ARCH=compute_61 AUTOTUNE_SWEEP=${NVRTC12_SWEEP:-quick} AUTOTUNE_REQUIRE_GPU=1 \
+    .gpu/gpu-tests --test-threads=1 --nocapture randomized_sweep_through_older_ptx >"$OUT/nvrtc12-sweep.log" 2>&1 || status=1
+  {
+    echo "== NVRTC 12, compute_61 PTX sweep: $(grep -E '^test result' "$OUT/nvrtc12-sweep.log" | tail -1) ($((SECONDS - start)) s)"
+    grep -E "^sweep|NVRTC|panicked" "$OUT/nvrtc12-sweep.log" | head -8
+  } | tee -a "$OUT/summary.txt"
+  start=$SECONDS
+  AUTOTUNE_NVRTC="$d" .gpu/autotune verify --db "$DB" --quick --ptx-arch compute_61 --space-ends >"$OUT/verify-ptx-compute_61.log" 2>&1
+  rc=$?
+  [ $rc = 0 ] || status=1
+  {
+    echo "== verify through NVRTC 12, compute_61 PTX: exit $rc ($((SECONDS - start)) s)"
+    grep -E "^verify: [0-9]+ kernel|^Error" "$OUT/verify-ptx-compute_61.log"
+  } | tee -a "$OUT/summary.txt"
 fi
 if [ "${SHIP:-0}" = 1 ]; then
   # The shipping example twice: the second start must compile nothing (disk cache).

@@ -247,7 +247,7 @@ fn gpu_names_match_by_one_rule_everywhere() {
 }
 
 /// `verify` refuses bad options before it needs a GPU: a slowdown below 1, a real arch given
-/// as --ptx-arch, a database that does not exist.
+/// as --ptx-arch, a database that does not exist, a family the build lacks.
 #[test]
 fn verify_checks_its_options_before_the_gpu() {
     common::check_usage(
@@ -262,5 +262,9 @@ fn verify_checks_its_options_before_the_gpu() {
     common::fails_with(
         &["verify", "--db", "/nonexistent/tuning.toml"],
         &["/nonexistent/tuning.toml does not exist"],
+    );
+    common::fails_with(
+        &["verify", "--family", "gemm_nonesuch"],
+        &["gemm_nonesuch", "gemm_warptile"],
     );
 }

@@ -28,6 +28,9 @@ pub(super) struct VerifyArgs {
     /// Only the entry of this shape: MxNxK (gemm), MxK (gemv, with --op gemv).
     #[arg(long, short)]
     shape: Option<String>,
+    /// Only the entries (and, with --space-ends, the space ends) of this family; repeatable.
+    #[arg(long)]
+    family: Vec<String>,
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     device: usize,
@@ -108,6 +111,10 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
         },
     };
     let catalog = super::tuning::catalog(a.spaces.as_deref())?;
+    for f in &a.family {
+        catalog.get(f)?;
+    }
+    let wanted = |family: &str| a.family.is_empty() || a.family.iter().any(|f| f == family);
     let db = Database::load_existing(&a.db)?;
     let dev = Device::open(a.device)?;
     let gpu = match &a.gpu {
@@ -120,6 +127,7 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
         .filter(|e| e.gpu == gpu)
         .filter(|e| op.is_none_or(|o| e.op == o))
         .filter(|e| shape.is_none_or(|s| e.shape() == s))
+        .filter(|e| wanted(&e.family))
         .collect();
     if entries.is_empty() && !a.space_ends {
         let have: Vec<String> = db
@@ -157,7 +165,7 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
             if op.is_some_and(|x| x != o) {
                 continue;
             }
-            for f in catalog.for_op(o) {
+            for f in catalog.for_op(o).filter(|f| wanted(f.name())) {
                 for c in sweep::space_ends(f, ends_shape(o), &dev.info.limits)
                     .with_context(|| format!("pruning the space of {}", f.name()))?
                 {
