@@ -31,12 +31,12 @@ pub struct OnlineTuning {
 }
 
 impl OnlineTuning {
-    /// Online tuning kept in `db`, with a budget of 2 s and 16 candidates per shape.
+    /// Online tuning kept in `db`, with a budget of 2 s and 32 candidates per shape.
     pub fn new(db: impl Into<PathBuf>) -> OnlineTuning {
         OnlineTuning {
             db: db.into(),
             budget: Duration::from_secs(2),
-            candidates: 16,
+            candidates: 32,
         }
     }
 
@@ -45,9 +45,10 @@ impl OnlineTuning {
         TimingSettings {
             warmup: 1,
             min_samples: 5,
-            // Short kernels (10 us) fit 50 samples well inside the budget; their medians need them.
-            max_samples: 50,
-            budget_ms: 10.0,
+            // Contenders (racing gives the others 5) get up to 200 samples, so that configs
+            // within a few percent of each other on 10-20 us kernels are told apart.
+            max_samples: 200,
+            budget_ms: 25.0,
             flush_l2: true,
         }
     }
