@@ -723,7 +723,6 @@ fn randomized_sweep_through_older_ptx() {
 /// is printed, not asserted.
 #[test]
 fn deterministic_split_k_validates_and_repeats_bit_for_bit() {
-    use autotune::cuda::bench;
     use autotune::family::space::Config;
     let Some(dev) = device() else { return };
     let cat = Catalog::builtin().unwrap();
@@ -808,52 +807,8 @@ fn deterministic_split_k_validates_and_repeats_bit_for_bit() {
         picked.iter().any(|c| c.params["SPLIT_K"] >= 8),
         "{picked:?}"
     );
-    // Runs `config` of `family` twice on one workspace (zeroed once) and returns both outputs.
-    let twice = |family: &str, config: &Config| -> (Vec<f32>, Vec<f32>) {
-        let mut out = s.alloc_zeros::<f32>(m * n).unwrap();
-        let fam = cat.get(family).unwrap();
-        let config = Config {
-            family: family.to_string(),
-            params: config.params.clone(),
-        };
-        let kern = fam.kernel(&config, shape, &dev.info.limits).unwrap();
-        let compiled = autotune::cuda::nvrtc::compile(&kern.source, dev.info.arch).unwrap();
-        let func = bench::load_function(
-            &dev.ctx,
-            &compiled.cubin,
-            &compiled.kernel_name,
-            kern.launch.dynamic_shared_bytes,
-        )
-        .unwrap();
-        let ws_len = kern.launch.workspace_bytes.unwrap_or(0).max(16) as usize;
-        let mut ws = s.alloc_zeros::<u8>(ws_len).unwrap();
-        let mut run = || {
-            s.memcpy_htod(&poison, &mut out).unwrap();
-            let mut view = ws.as_view_mut();
-            let workspace = kern.launch.workspace_bytes.map(|_| &mut view);
-            bench::launch(
-                s,
-                &func,
-                kern.launch,
-                Op::Gemm,
-                shape,
-                &da,
-                &db_,
-                &mut out.as_view_mut(),
-                workspace,
-            )
-            .unwrap();
-            s.clone_dtoh(&out).unwrap()
-        };
-        let first = run();
-        let second = run();
-        (first, second)
-    };
-    let differing = |x: &[f32], y: &[f32]| {
-        x.iter()
-            .zip(y)
-            .filter(|(p, q)| p.to_bits() != q.to_bits())
-            .count()
+    let twice = |family: &str, config: &Config| {
+        launch_twice(&dev, &cat, family, &config.params, shape, &da, &db_)
     };
     for c in &picked {
         let (first, second) = twice(DET, c);
@@ -946,4 +901,129 @@ fn deterministic_split_k_validates_and_repeats_bit_for_bit() {
         outs.len(),
         pick.params_label()
     );
+}
+
+/// How many of two outputs' elements differ in their bits.
+fn differing(x: &[f32], y: &[f32]) -> usize {
+    x.iter()
+        .zip(y)
+        .filter(|(p, q)| p.to_bits() != q.to_bits())
+        .count()
+}
+
+/// Runs `params` of `family` on `shape` twice on one workspace (zeroed once, as the runtime
+/// zeroes it), the output poisoned with NaN before each launch, and returns both outputs.
+fn launch_twice(
+    dev: &Device,
+    cat: &Catalog,
+    family: &str,
+    params: &std::collections::BTreeMap<String, i64>,
+    shape: Shape,
+    da: &cudarc::driver::CudaSlice<f32>,
+    db: &cudarc::driver::CudaSlice<f32>,
+) -> (Vec<f32>, Vec<f32>) {
+    use autotune::cuda::bench;
+    let s = &dev.stream;
+    let len = shape.m as usize * shape.n as usize;
+    let poison = vec![f32::NAN; len];
+    let mut out = s.alloc_zeros::<f32>(len).unwrap();
+    let fam = cat.get(family).unwrap();
+    let config = autotune::family::space::Config {
+        family: family.to_string(),
+        params: params.clone(),
+    };
+    let kern = fam.kernel(&config, shape, &dev.info.limits).unwrap();
+    let compiled = autotune::cuda::nvrtc::compile(&kern.source, dev.info.arch).unwrap();
+    let func = bench::load_function(
+        &dev.ctx,
+        &compiled.cubin,
+        &compiled.kernel_name,
+        kern.launch.dynamic_shared_bytes,
+    )
+    .unwrap();
+    let ws_len = kern.launch.workspace_bytes.unwrap_or(0).max(16) as usize;
+    let mut ws = s.alloc_zeros::<u8>(ws_len).unwrap();
+    let mut run = || {
+        s.memcpy_htod(&poison, &mut out).unwrap();
+        let mut view = ws.as_view_mut();
+        let workspace = kern.launch.workspace_bytes.map(|_| &mut view);
+        bench::launch(
+            s,
+            &func,
+            kern.launch,
+            Op::Gemm,
+            shape,
+            da,
+            db,
+            &mut out.as_view_mut(),
+            workspace,
+        )
+        .unwrap();
+        s.clone_dtoh(&out).unwrap()
+    };
+    let first = run();
+    let second = run();
+    (first, second)
+}
+
+/// Every deterministic gemm family whose kernels take a workspace (split-K reduced in fixed
+/// order, stream-K, the small-M family's cross-block split) gives bit-identical outputs on two
+/// launches sharing one workspace, on shapes of the kinds such kernels are for (few rows,
+/// partial waves, long K, odd extents): up to 8 configs per shape, spread over the space.
+#[test]
+fn deterministic_families_with_a_workspace_repeat_bit_for_bit() {
+    let Some(dev) = device() else { return };
+    let cat = Catalog::builtin().unwrap();
+    let shapes = [
+        "1x8191x4097",
+        "8x4096x4096",
+        "13x3001x2003",
+        "128x128x8192",
+        "1025x1023x1021",
+        "1664x1536x4096",
+    ];
+    let s = &dev.stream;
+    let mut checked = 0;
+    for label in shapes {
+        let shape = Shape::parse(Op::Gemm, label).unwrap();
+        let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+        let a = autotune::measure::verify::random_values(m * k, 41, 0);
+        let b = autotune::measure::verify::random_values(k * n, 41, 1);
+        let (da, db_) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
+        for fam in cat.for_op(Op::Gemm).filter(|f| f.space.deterministic) {
+            let with_workspace: Vec<_> = fam
+                .space
+                .prune(shape, &dev.info.limits)
+                .unwrap()
+                .valid
+                .into_iter()
+                .filter(|c| {
+                    fam.kernel(c, shape, &dev.info.limits)
+                        .is_ok_and(|k| k.launch.workspace_bytes.is_some())
+                })
+                .collect();
+            let step = with_workspace.len().div_ceil(8).max(1);
+            for c in with_workspace.iter().step_by(step) {
+                let (first, second) =
+                    launch_twice(&dev, &cat, fam.name(), &c.params, shape, &da, &db_);
+                assert!(
+                    first.iter().all(|v| v.is_finite()),
+                    "{} {} on {label}: an output is not finite (unwritten?)",
+                    fam.name(),
+                    c.params_label()
+                );
+                let diff = differing(&first, &second);
+                assert_eq!(
+                    diff,
+                    0,
+                    "{} {} on {label}: {diff} outputs differ between two runs",
+                    fam.name(),
+                    c.params_label()
+                );
+                checked += 1;
+            }
+        }
+    }
+    println!("deterministic families with a workspace: {checked} (config, shape) pairs bit-identical over two runs");
+    assert!(checked > 0, "no deterministic family with a workspace");
 }
