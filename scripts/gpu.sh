@@ -55,6 +55,31 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "gpu tests: $(grep -E '^test result' "$OUT/gpu-tests.log" | tail -1) ($((SECONDS - start)) s)" | tee -a "$OUT/summary.txt"
   grep -E "validated|skipped|^sweep" "$OUT/gpu-tests.log" | tee -a "$OUT/summary.txt"
 fi
+# Tuning first, so that verify, the sanitizer, coverage and evaluations see the database
+# as it will ship.
+for shape in $SHAPES; do
+  start=$SECONDS
+  .gpu/autotune --op "$OP" --shape "$shape" --db "$DB" --top 5 ${AUTOTUNE_ARGS:-} >"$OUT/tune-$OP-$shape.log" 2>&1 || status=1
+  {
+    echo "== $OP $shape: whole run $((SECONDS - start)) s"
+    grep -E "^space |^ *#|^ *1 |^ *2 |^ *- |failed|wall time|Error" "$OUT/tune-$OP-$shape.log" | head -14
+  } | tee -a "$OUT/summary.txt"
+done
+for shape in ${DETERMINISTIC_SHAPES:-}; do
+  # The best deterministic kernel of the shape, beside the database's (any kind), unsaved.
+  .gpu/autotune --op gemm --shape "$shape" --deterministic --no-save --top 3 ${AUTOTUNE_ARGS:-} >"$OUT/det-$shape.log" 2>&1 || status=1
+  { echo "== gemm $shape, deterministic kernels only"; grep -E "^ *1 |Error" "$OUT/det-$shape.log"; } | tee -a "$OUT/summary.txt"
+done
+for suite in $SUITES; do
+  name=$(basename "$suite" .toml)
+  start=$SECONDS
+  .gpu/autotune --suite "$suite" --db "$DB" --top 5 --summary "$OUT/suite-$name.md" ${AUTOTUNE_ARGS:-} >"$OUT/suite-$name.log" 2>&1 || status=1
+  {
+    echo "== suite $name: whole run $((SECONDS - start)) s"
+    grep -E "^Error" "$OUT/suite-$name.log"
+    cat "$OUT/suite-$name.md" 2>/dev/null
+  } | tee -a "$OUT/summary.txt"
+done
 if [ "${VERIFY:-0}" = 1 ]; then
   # Trust what ships: the database must pass; doctored copies must not (exit 1 each).
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
@@ -294,29 +319,6 @@ if [ -n "${ONLINE:-}" ]; then
     echo "== online winners against a full search"; grep -A12 "^summary" "$OUT/online-eval.log"
   } | tee -a "$OUT/summary.txt"
 fi
-for shape in $SHAPES; do
-  start=$SECONDS
-  .gpu/autotune --op "$OP" --shape "$shape" --db "$DB" --top 5 ${AUTOTUNE_ARGS:-} >"$OUT/tune-$OP-$shape.log" 2>&1 || status=1
-  {
-    echo "== $OP $shape: whole run $((SECONDS - start)) s"
-    grep -E "^space |^ *#|^ *1 |^ *2 |^ *- |failed|wall time|Error" "$OUT/tune-$OP-$shape.log" | head -14
-  } | tee -a "$OUT/summary.txt"
-done
-for shape in ${DETERMINISTIC_SHAPES:-}; do
-  # The best deterministic kernel of the shape, beside the database's (any kind), unsaved.
-  .gpu/autotune --op gemm --shape "$shape" --deterministic --no-save --top 3 ${AUTOTUNE_ARGS:-} >"$OUT/det-$shape.log" 2>&1 || status=1
-  { echo "== gemm $shape, deterministic kernels only"; grep -E "^ *1 |Error" "$OUT/det-$shape.log"; } | tee -a "$OUT/summary.txt"
-done
-for suite in $SUITES; do
-  name=$(basename "$suite" .toml)
-  start=$SECONDS
-  .gpu/autotune --suite "$suite" --db "$DB" --top 5 --summary "$OUT/suite-$name.md" ${AUTOTUNE_ARGS:-} >"$OUT/suite-$name.log" 2>&1 || status=1
-  {
-    echo "== suite $name: whole run $((SECONDS - start)) s"
-    grep -E "^Error" "$OUT/suite-$name.log"
-    cat "$OUT/suite-$name.md" 2>/dev/null
-  } | tee -a "$OUT/summary.txt"
-done
 if [ "${SASS:-0}" = 1 ]; then
   # The winners' machine code: registers, spills, and how wide the loads and stores are.
   gpu=$(nvidia-smi --query-gpu=name --format=csv,noheader -i 0)
