@@ -158,9 +158,22 @@ fn every_gemm_config_validates_on_awkward_shapes() {
 #[test]
 fn gemv_shaped_gemm_configs_are_correct_on_shapes_their_spaces_skip() {
     let Some(dev) = device() else { return };
-    // The families are rebuilt from the built-in texts (the source tree may not be on the
-    // GPU machine): each template with its includes inlined, each space without the
-    // constraints that read the shape (the device limits stay).
+    let families = ["gemm_small_m", "gemm_small_n"];
+    let (_tmp, cat) = without_shape_constraints(&families);
+    let only: Vec<String> = families.iter().map(|s| s.to_string()).collect();
+    validate_catalog(
+        &dev,
+        &cat,
+        Op::Gemm,
+        &["33x65x129", "3x2x1", "130x7x1001"],
+        &only,
+    );
+}
+
+/// The built-in `families` rebuilt from the built-in texts (the source tree may not be on the
+/// GPU machine): each template with its includes inlined, each space without the constraints
+/// that read the shape (the device limits stay). The directory must outlive the catalog's use.
+fn without_shape_constraints(families: &[&str]) -> (tempfile::TempDir, Catalog) {
     let builtin = Catalog::builtin().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let (templates, spaces) = (
@@ -169,8 +182,7 @@ fn gemv_shaped_gemm_configs_are_correct_on_shapes_their_spaces_skip() {
     );
     std::fs::create_dir_all(&templates).unwrap();
     std::fs::create_dir_all(&spaces).unwrap();
-    let families = ["gemm_small_m", "gemm_small_n"];
-    for name in families {
+    for &name in families {
         let fam = builtin.get(name).unwrap();
         std::fs::write(templates.join(&fam.space.template), &fam.inlined).unwrap();
         let mut space: toml::Table = toml::from_str(&fam.space.source).unwrap();
@@ -179,9 +191,8 @@ fn gemv_shaped_gemm_configs_are_correct_on_shapes_their_spaces_skip() {
             .into_iter()
             .filter(|c| {
                 let e = Expr::parse(c.as_str().unwrap()).unwrap();
-                !e.names()
-                    .iter()
-                    .any(|n| ["M", "N", "K"].contains(&n.as_str()))
+                // M, N, K, directly or through derived values (the stream-K partition).
+                !reads_shape(&e, &space)
             })
             .collect();
         space.insert("constraints".into(), toml::Value::Array(kept));
@@ -192,14 +203,20 @@ fn gemv_shaped_gemm_configs_are_correct_on_shapes_their_spaces_skip() {
         .unwrap();
     }
     let cat = Catalog::from_dir(tmp.path()).unwrap();
-    let only: Vec<String> = families.iter().map(|s| s.to_string()).collect();
-    validate_catalog(
-        &dev,
-        &cat,
-        Op::Gemm,
-        &["33x65x129", "3x2x1", "130x7x1001"],
-        &only,
-    );
+    (tmp, cat)
+}
+
+/// Whether `e` reads M, N or K, directly or through the space's derived values.
+fn reads_shape(e: &Expr, space: &toml::Table) -> bool {
+    e.names().iter().any(|n| {
+        ["M", "N", "K"].contains(&n.as_str())
+            || space
+                .get("derived")
+                .and_then(|d| d.get(n))
+                .and_then(|v| v.as_str())
+                .and_then(|t| Expr::parse(t).ok())
+                .is_some_and(|d| reads_shape(&d, space))
+    })
 }
 
 #[test]
@@ -946,4 +963,107 @@ fn deterministic_split_k_validates_and_repeats_bit_for_bit() {
         outs.len(),
         pick.params_label()
     );
+}
+
+/// The stream-K family (`gemm_warptile_streamk`): every config of its space, with the
+/// constraints that read the shape dropped, validates on edge shapes (one tile shared by fewer
+/// blocks than SK_BLOCKS, K shorter than one BK iteration, ragged M and N, odd N and K) and on
+/// partial-wave shapes with and without data-parallel tiles (validation launches each kernel
+/// twice on one workspace, so tile counters left dirty fail); and two launches of each tile
+/// shape on one workspace give bit-identical outputs.
+#[test]
+fn stream_k_validates_on_every_shape_and_repeats_bit_for_bit() {
+    use autotune::cuda::bench;
+    const SK: &str = "gemm_warptile_streamk";
+    let Some(dev) = device() else { return };
+    let (_tmp, cat) = without_shape_constraints(&[SK]);
+    validate_catalog(
+        &dev,
+        &cat,
+        Op::Gemm,
+        &[
+            "1x1x1",
+            "3x5x7",
+            "2049x2047x1",
+            "33x65x129",
+            "130x7x1001",
+            "1025x1023x1021",
+            "1792x1792x1025",
+            "1664x1536x4096",
+            "3001x2999x517",
+        ],
+        &[SK.to_string()],
+    );
+
+    // Bit-for-bit repeats on a partial-wave shape whose tiles have several contributors.
+    let shape = Shape::parse(Op::Gemm, "1025x1023x1021").unwrap();
+    let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
+    let s = &dev.stream;
+    let a: Vec<f32> = (0..m * k)
+        .map(|i| ((i * 7919 % 2003) as f32 - 1001.0) / 1000.0)
+        .collect();
+    let b: Vec<f32> = (0..k * n)
+        .map(|i| ((i * 104_729 % 1999) as f32 - 999.0) / 1000.0)
+        .collect();
+    let da = s.clone_htod(&a).unwrap();
+    let db_ = s.clone_htod(&b).unwrap();
+    let poison = vec![f32::NAN; m * n];
+    let fam = cat.get(SK).unwrap();
+    let valid = fam.space.prune(shape, &dev.info.limits).unwrap().valid;
+    let mut picked: Vec<&autotune::family::space::Config> = Vec::new();
+    for c in &valid {
+        let key = |c: &autotune::family::space::Config| {
+            (c.params["BM"], c.params["BN"], c.params["SK_BLOCKS"])
+        };
+        if !picked.iter().any(|p| key(p) == key(c)) {
+            picked.push(c);
+        }
+    }
+    assert!(!picked.is_empty());
+    for c in picked {
+        let kern = fam.kernel(c, shape, &dev.info.limits).unwrap();
+        let compiled = nvrtc::compile(&kern.source, dev.info.arch).unwrap();
+        let func = bench::load_function(
+            &dev.ctx,
+            &compiled.cubin,
+            &compiled.kernel_name,
+            kern.launch.dynamic_shared_bytes,
+        )
+        .unwrap();
+        let mut out = s.alloc_zeros::<f32>(m * n).unwrap();
+        let ws_len = kern.launch.workspace_bytes.unwrap_or(0).max(16) as usize;
+        let mut ws = s.alloc_zeros::<u8>(ws_len).unwrap();
+        let mut run = || {
+            s.memcpy_htod(&poison, &mut out).unwrap();
+            let mut view = ws.as_view_mut();
+            let workspace = kern.launch.workspace_bytes.map(|_| &mut view);
+            bench::launch(
+                s,
+                &func,
+                kern.launch,
+                Op::Gemm,
+                shape,
+                &da,
+                &db_,
+                &mut out.as_view_mut(),
+                workspace,
+            )
+            .unwrap();
+            s.clone_dtoh(&out).unwrap()
+        };
+        let first = run();
+        let second = run();
+        assert!(first.iter().all(|v| v.is_finite()), "{}", c.params_label());
+        let diff = first
+            .iter()
+            .zip(&second)
+            .filter(|(p, q)| p.to_bits() != q.to_bits())
+            .count();
+        println!(
+            "{SK} {}: two runs, {diff} of {} outputs differ in their bits",
+            c.params_label(),
+            first.len()
+        );
+        assert_eq!(diff, 0, "{SK} {} is not deterministic", c.params_label());
+    }
 }
