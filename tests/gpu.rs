@@ -149,7 +149,8 @@ fn every_gemm_config_validates_on_awkward_shapes() {
     );
 }
 
-/// The GEMV-shaped gemm families offer configs only on shapes with few rows (gemm_small_m) or
+/// The GEMV-shaped gemm families offer configs only on shapes with few rows (gemm_small_m and
+/// its split, gemm_small_m_splitk) or
 /// few columns (gemm_small_n), and only tiles that fit the shape; their templates are correct
 /// on every shape all the same (a runtime may launch a config on a shape nobody tuned). Here
 /// every config their spaces allow on some shape is validated on shapes the constraints skip:
@@ -158,9 +159,22 @@ fn every_gemm_config_validates_on_awkward_shapes() {
 #[test]
 fn gemv_shaped_gemm_configs_are_correct_on_shapes_their_spaces_skip() {
     let Some(dev) = device() else { return };
-    // The families are rebuilt from the built-in texts (the source tree may not be on the
-    // GPU machine): each template with its includes inlined, each space without the
-    // constraints that read the shape (the device limits stay).
+    let families = ["gemm_small_m", "gemm_small_m_splitk", "gemm_small_n"];
+    let (_tmp, cat) = without_shape_constraints(&families);
+    let only: Vec<String> = families.iter().map(|s| s.to_string()).collect();
+    validate_catalog(
+        &dev,
+        &cat,
+        Op::Gemm,
+        &["33x65x129", "3x2x1", "130x7x1001"],
+        &only,
+    );
+}
+
+/// The built-in `families` rebuilt from the built-in texts (the source tree may not be on the
+/// GPU machine): each template with its includes inlined, each space without the constraints
+/// that read the shape (the device limits stay). The directory must outlive the catalog's use.
+fn without_shape_constraints(families: &[&str]) -> (tempfile::TempDir, Catalog) {
     let builtin = Catalog::builtin().unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let (templates, spaces) = (
@@ -169,8 +183,7 @@ fn gemv_shaped_gemm_configs_are_correct_on_shapes_their_spaces_skip() {
     );
     std::fs::create_dir_all(&templates).unwrap();
     std::fs::create_dir_all(&spaces).unwrap();
-    let families = ["gemm_small_m", "gemm_small_n"];
-    for name in families {
+    for &name in families {
         let fam = builtin.get(name).unwrap();
         std::fs::write(templates.join(&fam.space.template), &fam.inlined).unwrap();
         let mut space: toml::Table = toml::from_str(&fam.space.source).unwrap();
@@ -179,9 +192,8 @@ fn gemv_shaped_gemm_configs_are_correct_on_shapes_their_spaces_skip() {
             .into_iter()
             .filter(|c| {
                 let e = Expr::parse(c.as_str().unwrap()).unwrap();
-                !e.names()
-                    .iter()
-                    .any(|n| ["M", "N", "K"].contains(&n.as_str()))
+                // M, N, K, directly or through derived values (the stream-K partition).
+                !reads_shape(&e, &space)
             })
             .collect();
         space.insert("constraints".into(), toml::Value::Array(kept));
@@ -192,14 +204,20 @@ fn gemv_shaped_gemm_configs_are_correct_on_shapes_their_spaces_skip() {
         .unwrap();
     }
     let cat = Catalog::from_dir(tmp.path()).unwrap();
-    let only: Vec<String> = families.iter().map(|s| s.to_string()).collect();
-    validate_catalog(
-        &dev,
-        &cat,
-        Op::Gemm,
-        &["33x65x129", "3x2x1", "130x7x1001"],
-        &only,
-    );
+    (tmp, cat)
+}
+
+/// Whether `e` reads M, N or K, directly or through the space's derived values.
+fn reads_shape(e: &Expr, space: &toml::Table) -> bool {
+    e.names().iter().any(|n| {
+        ["M", "N", "K"].contains(&n.as_str())
+            || space
+                .get("derived")
+                .and_then(|d| d.get(n))
+                .and_then(|v| v.as_str())
+                .and_then(|t| Expr::parse(t).ok())
+                .is_some_and(|d| reads_shape(&d, space))
+    })
 }
 
 #[test]
@@ -1026,4 +1044,34 @@ fn deterministic_families_with_a_workspace_repeat_bit_for_bit() {
     }
     println!("deterministic families with a workspace: {checked} (config, shape) pairs bit-identical over two runs");
     assert!(checked > 0, "no deterministic family with a workspace");
+}
+
+/// The stream-K family (`gemm_warptile_streamk`): every config of its space, with the
+/// constraints that read the shape dropped, validates on edge shapes (one tile shared by fewer
+/// blocks than SK_BLOCKS, K shorter than one BK iteration, ragged M and N, odd N and K) and on
+/// partial-wave shapes with and without data-parallel tiles (validation launches each kernel
+/// twice on one workspace, so tile counters left dirty fail). Its bit-for-bit repeats are
+/// checked with every deterministic family's (`deterministic_families_with_a_workspace_...`).
+#[test]
+fn stream_k_validates_on_every_shape() {
+    const SK: &str = "gemm_warptile_streamk";
+    let Some(dev) = device() else { return };
+    let (_tmp, cat) = without_shape_constraints(&[SK]);
+    validate_catalog(
+        &dev,
+        &cat,
+        Op::Gemm,
+        &[
+            "1x1x1",
+            "3x5x7",
+            "2049x2047x1",
+            "33x65x129",
+            "130x7x1001",
+            "1025x1023x1021",
+            "1792x1792x1025",
+            "1664x1536x4096",
+            "3001x2999x517",
+        ],
+        &[SK.to_string()],
+    );
 }

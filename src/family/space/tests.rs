@@ -250,3 +250,73 @@ fn the_deterministic_split_k_space_sizes_its_workspace_as_the_template_lays_it_o
         assert_eq!(u64::from(l.grid.2), p("SPLIT_K"));
     }
 }
+
+/// The stream-K space's grid and workspace against a port of its template's partition
+/// (templates/gemm_warptile_streamk.cu): stream-K blocks first, then one block per
+/// data-parallel tile; every (tile, BK iteration) covered exactly once, each block with at most
+/// two partial tiles (its two workspace slots), at most two contributors per tile when the
+/// stream-K tiles are at least the blocks, and the workspace holding the slots and counters.
+#[test]
+fn the_stream_k_space_launches_and_sizes_its_workspace_as_the_template_partitions() {
+    let cat = crate::family::catalog::Catalog::builtin().unwrap();
+    let fam = cat.get("gemm_warptile_streamk").unwrap();
+    assert!(fam.space.deterministic);
+    let mut checked = 0;
+    for (m, n, k) in [
+        (1664, 1536, 4096),
+        (1792, 1792, 1025),
+        (3000, 3000, 3000),
+        (16, 2048, 2048),
+        (64, 64, 64),
+    ] {
+        let shape = Shape { m, n, k };
+        // Every config of the space, whatever the shape constraints say: the template must be
+        // right on every shape.
+        for c in fam.space.enumerate() {
+            let Ok(l) = fam.space.launch(&c, shape, &limits()) else {
+                continue;
+            };
+            let p = |k: &str| c.params[k] as u64;
+            let (bm, bn, skb) = (p("BM"), p("BN"), p("SK_BLOCKS"));
+            let tiles = m.div_ceil(bm) * n.div_ceil(bn);
+            let iters = k.div_ceil(p("BK"));
+            let dp = (tiles / skb).saturating_sub(1) * skb;
+            let sk_tiles = tiles - dp;
+            let work = sk_tiles * iters;
+            let g = skb.min(work);
+            assert_eq!(u64::from(l.grid.0), g + dp, "{}", c.params_label());
+            assert_eq!((l.grid.1, l.grid.2), (1, 1));
+            assert_eq!(l.workspace_bytes, Some(4 * (2 * g * bm * bn + sk_tiles)));
+            assert_eq!(l.workspace_zero, WorkspaceZero::Once);
+            assert!(!l.zero_output);
+            // Block b of the stream-K blocks: iterations [b*W/g, (b+1)*W/g) of the tile-major
+            // (tile, iteration) space; then whole tiles.
+            let mut ranges: Vec<(u64, u64)> =
+                (0..g).map(|b| (b * work / g, (b + 1) * work / g)).collect();
+            ranges.extend((0..dp).map(|d| ((sk_tiles + d) * iters, (sk_tiles + d + 1) * iters)));
+            let mut contributors = vec![0u64; tiles as usize];
+            let mut end = 0;
+            for &(x0, x1) in &ranges {
+                assert_eq!(x0, end, "ranges leave a gap or overlap");
+                assert!(x1 > x0, "a block without work");
+                end = x1;
+                let (t0, t1) = (x0 / iters, (x1 - 1) / iters);
+                let partial = (t0..=t1)
+                    .filter(|&t| x0 > t * iters || x1 < (t + 1) * iters)
+                    .count();
+                assert!(partial <= 2);
+                for t in t0..=t1 {
+                    contributors[t as usize] += 1;
+                }
+            }
+            assert_eq!(end, tiles * iters);
+            let most = contributors.iter().copied().max().unwrap();
+            if sk_tiles >= g {
+                assert!(most <= 2, "{}", c.params_label());
+            }
+            assert!(most <= iters.div_ceil(work / g) + 1);
+            checked += 1;
+        }
+    }
+    assert!(checked > 100, "{checked}");
+}

@@ -1,0 +1,399 @@
+// GEMV-shaped SGEMM for few rows of C (M up to ~16; M = 1 is y = x^T B): the work is reading B
+// once, so threads map along N (coalesced reads of B's rows) and K is split across the block's
+// threadIdx.y, with a deterministic shared-memory reduction (no atomics), and across SPLIT
+// blocks (grid z) with a deterministic "last block reduces" through a workspace.
+//
+// gemm_small_m.cu's kernel with the split added (SPLIT = 1 here is that kernel, with the last
+// rows of a thread's chunk loaded in one predicated step). It is a family of its own so that
+// gemm_small_m's shipped entries and coverage stay current; keep the two loops in step.
+// C[M x N] = A[M x K] * B[K x N], all row-major. Correct for every M, N, K >= 1.
+//
+// Parameters (all #defined by the tuner):
+//   MT      rows of C per block; a larger M takes ceil(M / MT) row tiles (more blocks)
+//   VEC     columns per thread (1, 2 or 4): read as one float2/float4 when N % VEC == 0 and B is
+//           4 * VEC-byte aligned (the whole block then reads VEC consecutive columns per
+//           thread), else as VEC scalars of columns BX apart (each warp load stays coalesced)
+//   BX      threads along N (a multiple of 32: a warp reads 32 * VEC consecutive floats of a row)
+//   KS      threads along K (threadIdx.y): thread ty takes k = ty, ty + KS, ... of its chunk
+//   UNROLL  B rows each thread has in flight per iteration (memory-level parallelism)
+//   SPLIT   K chunks across blocks (grid z, the split-K convention the performance model
+//           reads; 1 when not defined). With a moderate N the tiles alone are too few blocks to
+//           keep every SM streaming B: 1x4096x4096 ran at 0.51x cuBLAS on an H200 with its best
+//           single-pass config, 64 blocks of 512 threads for 132 SMs. SPLIT multiplies the
+//           blocks, each reading SPLIT times fewer rows of B. SPLIT = 1 is the single-pass
+//           kernel: C written directly, the workspace untouched.
+//
+// Block (BX, KS, chunk) computes a tile of MT rows x COLS = BX * VEC columns of C over one chunk
+// of K. Tiles are numbered row tile fastest along grid x, so the blocks that read the same
+// columns (and rows) of B run together (L2 hits when M > MT). A's few values are read with
+// __ldg: every lane of a warp reads the same address (a broadcast served by L1), so A needs no
+// shared-memory staging and the main loop no barrier. A thread's last (fewer than UNROLL) rows
+// of its chunk are one predicated step, their loads in flight together: the scalar loop used
+// before could wait on them one at a time, at the end of every chunk once K is split (the
+// same FMAs in the same order, so SPLIT = 1 gives the same bits as before).
+//
+// Chunks: ceil(K / SPLIT) rounded up to a multiple of 4 rows; `splits` (1..SPLIT) of them are
+// non-empty (a short K leaves the last ones empty): the blocks of an empty chunk exit at once,
+// the whole block (the condition is uniform), before any barrier, and are not counted.
+//
+// Workspace (the kernel's last argument; the space's workspace_bytes; unused when SPLIT = 1):
+//   partials  float [SPLIT][tiles][MT * COLS]: chunk z of tile t stores its partial tile there,
+//             one float per output slot (slots are laid out so that a warp's stores coalesce)
+//   counters  unsigned [tiles], after the partials: how many chunks of a tile have stored
+// It must be zeroed before the first launch (workspace_zero = "once"); the kernel leaves it
+// zeroed: the last chunk of a tile resets the tile's counter, and the partials need no
+// initialisation. Launches that share a workspace must not overlap (one stream).
+//
+// Split reduction (as gemm_warptile_splitk_det.cu: "last block reduces"): after the in-block
+// reduction each thread owns the final values of some slots of the tile; every chunk's block
+// stores them (st.global.cg), each thread fences (__threadfence), the block synchronises, and
+// thread 0 counts the chunk in with an atomicAdd on the tile's counter. The block that counts
+// last (it sees splits - 1) reduces: it fences again, then each thread sums each of its slots
+// over z = 0, 1, ..., splits - 1 in that order, starting from -0.0f (x + -0.0f == x for every
+// x, zeros included), reading every chunk's value with ld.global.cg (L2: L1 is not coherent
+// across SMs), its own chunk's too (what this same thread stored, bit for bit: taking it from
+// registers instead, a select per load, cost up to 28 registers), and writes C. Which block is
+// last varies from run to run; the sum and its order do not. A slot is stored and summed by the
+// same thread of every block of its tile: vecok, which fixes the columns, depends on N and B.
+//
+// Edges: rows past M read row M - 1 and columns past N read a column inside N (clamped
+// addresses, no branch in the loop); their sums are never stored to C (they may be stored to
+// the workspace, in bounds). Every thread of a block that does not exit at once runs to every
+// barrier: only whole blocks leave early (an empty chunk's, and after counting in, those that
+// were not last).
+// Determinism: each thread adds its k in increasing order, the KS partial sums of an output are
+// added in the order ty = 0, 1, ..., KS - 1, and the chunks' in the order 0, 1, ..., splits - 1:
+// bit-identical run to run.
+
+#if !defined(MT) || !defined(VEC) || !defined(BX) || !defined(KS) || !defined(UNROLL)
+#error "MT, VEC, BX, KS and UNROLL must be defined"
+#endif
+#ifndef SPLIT
+#define SPLIT 1
+#endif
+#if VEC != 1 && VEC != 2 && VEC != 4
+#error "VEC must be 1, 2 or 4"
+#endif
+#if BX % 32 != 0
+#error "BX must be a multiple of 32"
+#endif
+#if SPLIT < 1 || UNROLL < 1 || KS < 1 || MT < 1
+#error "SPLIT, UNROLL, KS and MT must be at least 1"
+#endif
+
+#define THREADS (BX * KS)
+#define COLS (BX * VEC)
+#define TILE (MT * COLS)
+// Output slots a thread owns after the in-block reduction: its own accumulators when KS = 1,
+// else slots ty * BX + tx + i * THREADS of the summed tile.
+#if KS == 1
+#define OWN (MT * VEC)
+#else
+#define OWN ((TILE + THREADS - 1) / THREADS)
+#endif
+
+// The VEC floats of one B row this thread reads, at the (clamped, in-range) columns col.
+// VECOK: col holds VEC consecutive columns whose first is a multiple of VEC, and the row is
+// 4 * VEC-byte aligned, so one vector load reads them.
+template <bool VECOK>
+static __device__ __forceinline__ void load_b(const float* __restrict__ row, const int (&col)[VEC],
+                                              float (&b)[VEC])
+{
+    if (VECOK) {
+#if VEC == 4
+        const float4 t = __ldg(reinterpret_cast<const float4*>(row + col[0]));
+        b[0] = t.x;
+        b[1] = t.y;
+        b[2] = t.z;
+        b[3] = t.w;
+#elif VEC == 2
+        const float2 t = __ldg(reinterpret_cast<const float2*>(row + col[0]));
+        b[0] = t.x;
+        b[1] = t.y;
+#else
+        b[0] = __ldg(row + col[0]);
+#endif
+    } else {
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) b[v] = __ldg(row + col[v]);
+    }
+}
+
+// This thread's partial sums acc[r][v] = sum over its k in [k_begin, k_end) of
+// A[m0 + r][k] * B[k][column v], k increasing.
+template <bool VECOK>
+static __device__ __forceinline__ void accumulate(int M, int N, int K, const float* __restrict__ A,
+                                                  const float* __restrict__ B, int m0, int n0,
+                                                  int tx, int ty, int k_begin, int k_end,
+                                                  float (&acc)[MT][VEC])
+{
+    int col[VEC];
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) {
+        // VECOK: n0 + tx * VEC is a multiple of VEC, and so is N, so a vector that starts
+        // inside N ends inside it; one that starts past N is moved to the last vector of the
+        // row (N >= VEC), read for nothing.
+        col[v] = VECOK ? min(n0 + tx * VEC, N - VEC) + v : min(n0 + v * BX + tx, N - 1);
+    }
+    const float* arow[MT];
+#pragma unroll
+    for (int r = 0; r < MT; ++r) arow[r] = A + (size_t)min(m0 + r, M - 1) * K;
+
+    int k = k_begin + ty;
+    // The UNROLL rows k, k + KS, ... all lie in the chunk. (As `k < k_end - KS * (UNROLL - 1)`
+    // ptxas took up to 30% more registers, and spilled.)
+    for (; k + KS * (UNROLL - 1) < k_end; k += KS * UNROLL) {
+        float b[UNROLL][VEC];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) load_b<VECOK>(B + (size_t)(k + KS * u) * N, col, b[u]);
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+#pragma unroll
+            for (int r = 0; r < MT; ++r) {
+                const float a = __ldg(arow[r] + k + KS * u);
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) acc[r][v] = fmaf(a, b[u][v], acc[r][v]);
+            }
+        }
+    }
+#if UNROLL > 1
+    // Fewer than UNROLL rows left for this thread: one step, each row predicated, so their
+    // loads are in flight together; the same FMAs in the same order as a loop would do.
+    if (k < k_end) {
+        const int left = (k_end - 1 - k) / KS + 1; // 1 .. UNROLL - 1
+        float b[UNROLL][VEC];
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if (u < left) {
+                load_b<VECOK>(B + (size_t)(k + KS * u) * N, col, b[u]);
+            } else {
+#pragma unroll
+                for (int v = 0; v < VEC; ++v) b[u][v] = 0.0f;
+            }
+        }
+#pragma unroll
+        for (int u = 0; u < UNROLL; ++u) {
+            if (u < left) {
+#pragma unroll
+                for (int r = 0; r < MT; ++r) {
+                    const float a = __ldg(arow[r] + k + KS * u);
+#pragma unroll
+                    for (int v = 0; v < VEC; ++v) acc[r][v] = fmaf(a, b[u][v], acc[r][v]);
+                }
+            }
+        }
+    }
+#endif
+}
+
+#if SPLIT > 1
+// After every thread of the block has stored its slots of the chunk's partial tile: counts the
+// chunk in on the tile's counter and says (to every thread) whether it was the last of the
+// tile's `splits` chunks to do so. Each thread's stores are made visible device-wide (fence)
+// before the block counts itself in (barrier, then thread 0's atomicAdd); the last block fences
+// again before it reads the others' partials.
+static __device__ __forceinline__ bool count_in_last(unsigned* counter, int splits)
+{
+    const bool lead = threadIdx.x == 0 && threadIdx.y == 0;
+    __threadfence();
+    __syncthreads();
+    unsigned seen = 0;
+    if (lead) seen = atomicAdd(counter, 1u);
+    // Every thread learns the answer (the barrier is unconditional).
+    const int last = __syncthreads_or(lead && seen == (unsigned)(splits - 1));
+    if (last) __threadfence();
+    return last != 0;
+}
+
+// Called by the last block of a tile after its reduction: every chunk of this tile has counted
+// in, so no one else touches the counter in this launch, and the next launch (stream-ordered)
+// finds it zero.
+static __device__ __forceinline__ void reset_counter(unsigned* counter)
+{
+    if (threadIdx.x == 0 && threadIdx.y == 0) atomicExch(counter, 0u);
+}
+#endif
+
+extern "C" __global__ void __launch_bounds__(THREADS)
+KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+            float* __restrict__ C, float* workspace)
+{
+    const int mtiles = (M + MT - 1) / MT;
+    const int tile = blockIdx.x;
+    const int nb = tile / mtiles;
+    const int mb = tile - nb * mtiles;
+    const int m0 = mb * MT;
+    const int n0 = nb * COLS;
+    const int tx = threadIdx.x;
+    const int ty = threadIdx.y;
+#if SPLIT > 1
+    // Chunks of a multiple of 4 rows; `splits` (1..SPLIT) of them are non-empty. A block of an
+    // empty chunk exits before any barrier (the whole block: the condition is uniform).
+    const long long chunk = (((long long)K + SPLIT - 1) / SPLIT + 3) / 4 * 4;
+    const int splits = (int)(((long long)K + chunk - 1) / chunk);
+    const int split = blockIdx.z;
+    if (split >= splits) return;
+    const int k_begin = (int)(split * chunk);
+    const int k_end = (int)min((long long)K, (long long)k_begin + chunk);
+#else
+    const int k_begin = 0;
+    const int k_end = K;
+#endif
+    // Block-uniform: every row of B starts 4 * VEC-byte aligned when B does and N % VEC == 0.
+    const bool vecok =
+        VEC > 1 && N % VEC == 0 && (((unsigned long long)B) & (unsigned long long)(4 * VEC - 1)) == 0;
+
+    float acc[MT][VEC];
+#pragma unroll
+    for (int r = 0; r < MT; ++r) {
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) acc[r][v] = 0.0f;
+    }
+    if (vecok)
+        accumulate<true>(M, N, K, A, B, m0, n0, tx, ty, k_begin, k_end, acc);
+    else
+        accumulate<false>(M, N, K, A, B, m0, n0, tx, ty, k_begin, k_end, acc);
+
+    // The column (relative to n0) of acc[.][v], in [0, COLS).
+    int out[VEC];
+#pragma unroll
+    for (int v = 0; v < VEC; ++v) out[v] = vecok ? tx * VEC + v : v * BX + tx;
+
+#if SPLIT > 1
+    // The chunks' partial tiles, [SPLIT][tiles][TILE], then the tiles' counters. Slot s of a
+    // partial tile holds output (s / COLS, column) where column is s % COLS when KS > 1 (the
+    // summed tile in shared memory) and out[v] of thread tx for s = r * COLS + v * BX + tx when
+    // KS = 1 (its accumulators; a warp's stores coalesce). Each slot is stored and summed by the
+    // same thread (tx, ty) in every block of a tile: vecok, which fixes the columns, depends on
+    // N and B only.
+    const long long zstride = (long long)mtiles * ((N + COLS - 1) / COLS) * TILE;
+    float* const tile_part = workspace + (long long)tile * TILE;
+    float* const mine = tile_part + (long long)split * zstride;
+    unsigned* const counter = reinterpret_cast<unsigned*>(workspace + SPLIT * zstride) + tile;
+#endif
+
+#if KS == 1
+#if SPLIT > 1
+    if (splits > 1) {
+#pragma unroll
+        for (int r = 0; r < MT; ++r) {
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) __stcg(mine + r * COLS + v * BX + tx, acc[r][v]);
+        }
+        if (!count_in_last(counter, splits)) return; // block-uniform; no barrier follows
+        // Chunks in order, ZB at a time: up to 32 loads in flight per thread.
+#define ZB (MT * VEC >= 32 ? 1 : (SPLIT < 32 / (MT * VEC) ? SPLIT : 32 / (MT * VEC)))
+        float sum[MT][VEC];
+#pragma unroll
+        for (int r = 0; r < MT; ++r) {
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) sum[r][v] = -0.0f;
+        }
+        for (int z0 = 0; z0 < splits; z0 += ZB) {
+            float p[ZB][MT][VEC];
+#pragma unroll
+            for (int dz = 0; dz < ZB; ++dz) {
+                const int z = z0 + dz;
+#pragma unroll
+                for (int r = 0; r < MT; ++r) {
+#pragma unroll
+                    for (int v = 0; v < VEC; ++v) {
+                        p[dz][r][v] = 0.0f;
+                        if (z < splits)
+                            p[dz][r][v] =
+                                __ldcg(tile_part + z * zstride + r * COLS + v * BX + tx);
+                    }
+                }
+            }
+#pragma unroll
+            for (int dz = 0; dz < ZB; ++dz) {
+                if (z0 + dz < splits) {
+#pragma unroll
+                    for (int r = 0; r < MT; ++r) {
+#pragma unroll
+                        for (int v = 0; v < VEC; ++v) sum[r][v] += p[dz][r][v];
+                    }
+                }
+            }
+        }
+#undef ZB
+#pragma unroll
+        for (int r = 0; r < MT; ++r) {
+#pragma unroll
+            for (int v = 0; v < VEC; ++v) acc[r][v] = sum[r][v];
+        }
+        reset_counter(counter);
+    }
+#endif
+#pragma unroll
+    for (int r = 0; r < MT; ++r) {
+        const int m = m0 + r;
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) {
+            const int n = n0 + out[v];
+            if (m < M && n < N) C[(size_t)m * N + n] = acc[r][v];
+        }
+    }
+#else
+    // red[s][r][c]: thread row s's partial sum of output (m0 + r, n0 + c).
+    __shared__ float red[KS * TILE];
+#pragma unroll
+    for (int r = 0; r < MT; ++r) {
+#pragma unroll
+        for (int v = 0; v < VEC; ++v) red[(ty * MT + r) * COLS + out[v]] = acc[r][v];
+    }
+    __syncthreads();
+    // Each output is summed by one thread, over s in a fixed order; consecutive threads take
+    // consecutive columns (conflict-free reads, coalesced stores).
+    const int first = ty * BX + tx;
+#if SPLIT > 1
+    if (splits > 1) {
+        // The block's sums are this chunk's partial tile, slot o for output o.
+        for (int o = first; o < TILE; o += THREADS) {
+            float s = red[o];
+#pragma unroll
+            for (int t = 1; t < KS; ++t) s += red[t * TILE + o];
+            __stcg(mine + o, s);
+        }
+        if (!count_in_last(counter, splits)) return; // block-uniform; no barrier follows
+        // Chunks in order, ZB at a time: up to 32 loads in flight per output.
+#define ZB (SPLIT < 32 ? SPLIT : 32)
+        for (int o = first; o < TILE; o += THREADS) {
+            float s = -0.0f;
+            for (int z0 = 0; z0 < splits; z0 += ZB) {
+                float p[ZB];
+#pragma unroll
+                for (int dz = 0; dz < ZB; ++dz) {
+                    const int z = z0 + dz;
+                    p[dz] = 0.0f;
+                    if (z < splits) p[dz] = __ldcg(tile_part + z * zstride + o);
+                }
+#pragma unroll
+                for (int dz = 0; dz < ZB; ++dz) {
+                    if (z0 + dz < splits) s += p[dz];
+                }
+            }
+            const int r = o / COLS;
+            const int m = m0 + r;
+            const int n = n0 + (o - r * COLS);
+            if (m < M && n < N) C[(size_t)m * N + n] = s;
+        }
+#undef ZB
+        reset_counter(counter);
+        return;
+    }
+#endif
+    for (int o = first; o < TILE; o += THREADS) {
+        float s = red[o];
+#pragma unroll
+        for (int t = 1; t < KS; ++t) s += red[t * TILE + o];
+        const int r = o / COLS;
+        const int m = m0 + r;
+        const int n = n0 + (o - r * COLS);
+        if (m < M && n < N) C[(size_t)m * N + n] = s;
+    }
+#endif
+#if SPLIT == 1
+    (void)workspace;
+#endif
+}
