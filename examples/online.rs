@@ -14,7 +14,6 @@ use autotune::cuda::bench;
 use autotune::product::online::OnlineTuning;
 use autotune::tuning::workload;
 use autotune::{Op, Tuned};
-use cudarc::cublas::{CudaBlas, Gemm};
 use std::time::{Duration, Instant};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
@@ -38,7 +37,7 @@ fn main() -> Res<()> {
     let problems = workload::random_problems(Op::Gemm, count, seed, &|s| {
         shipped.measured(&gpu, Op::Gemm, *s)
     })?;
-    let blas = CudaBlas::new(stream.clone())?;
+    let blas = bench::fp32_blas(&stream)?;
     println!("| shape | kind | rule before | first call ms | second call ms | cuBLAS call ms | rule after | max rel diff |");
     println!("|---|---|---|---:|---:|---:|---|---:|");
     let mut ok = true;
@@ -61,8 +60,7 @@ fn main() -> Res<()> {
         let second = call()?;
         stream.synchronize()?;
         let t = Instant::now();
-        // SAFETY: the buffers were allocated for this shape.
-        unsafe { blas.gemm(bench::row_major_gemm(s, 1.0f32), &b, &a, &mut r)? };
+        blas.gemm(&bench::row_major_gemm(s, 1.0f32), &b, &a, &mut r)?;
         stream.synchronize()?;
         let cublas = t.elapsed().as_secs_f64() * 1e3;
         let (x, y) = (stream.clone_dtoh(&c)?, stream.clone_dtoh(&r)?);

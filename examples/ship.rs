@@ -6,12 +6,11 @@
 //! Run on a GPU: `cargo run --release --example ship`. A second run finds every kernel in the
 //! disk cache (`compiled 0` in the last line).
 
-use autotune::cuda::bench;
 use autotune::cuda::nvrtc;
+use autotune::cuda::{bench, cublas_lib};
 use autotune::family::catalog::Catalog;
 use autotune::product::lookup::Rule;
 use autotune::{Op, Shape, Tuned};
-use cudarc::cublas::{CudaBlas, Gemm, Gemv};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaSlice, CudaStream, LaunchConfig, PushKernelArg};
 use std::sync::Arc;
@@ -70,10 +69,15 @@ fn main() -> Res<()> {
     let ctx = Tuned::context(0)?;
     let stream = ctx.default_stream();
     let tuned = Tuned::from_toml_str(&ctx, DB)?;
-    let blas = CudaBlas::new(stream.clone())?;
+    let blas = bench::fp32_blas(&stream)?;
     let l2 = tuned.device().l2_bytes.max(1 << 20) as usize;
     let mut flush = stream.alloc_zeros::<u8>(2 * l2)?;
-    println!("device: {} ({})", tuned.device().name, tuned.device().arch);
+    println!(
+        "device: {} ({}); cuBLAS {}",
+        tuned.device().name,
+        tuned.device().arch,
+        cublas_lib::describe()?
+    );
     println!("| op | shape | rule | config | ms | cuBLAS ms | x cuBLAS | db ms | max rel diff |");
     println!("|---|---|---|---|---:|---:|---:|---:|---:|");
     let mut all_ok = true;
@@ -100,13 +104,14 @@ fn main() -> Res<()> {
             Ok(())
         })?;
         let cublas = time_ms(&ctx, &stream, &mut flush, 20, || {
-            unsafe {
-                match op {
-                    Op::Gemm => {
-                        blas.gemm(bench::row_major_gemm(shape, 1.0f32), &b, &a, &mut reference)?
-                    }
-                    Op::Gemv => blas.gemv(bench::row_major_gemv(shape), &a, &b, &mut reference)?,
-                }
+            match op {
+                Op::Gemm => blas.gemm(
+                    &bench::row_major_gemm(shape, 1.0f32),
+                    &b,
+                    &a,
+                    &mut reference,
+                )?,
+                Op::Gemv => blas.sgemv(&bench::row_major_gemv(shape), &a, &b, &mut reference)?,
             }
             Ok(())
         })?;

@@ -142,6 +142,30 @@ fn device_and_run_errors_carry_data_not_advice() {
     );
     let msg = plain(CompileError::NvrtcMissing);
     assert!(msg.contains("AUTOTUNE_NVRTC"), "{msg}");
+    // The same for cuBLAS: AUTOTUNE_CUBLAS, and cuBLAS 12 for the GPUs cuBLAS 13 dropped.
+    let msg = plain(RunError::CublasChoice {
+        value: "/opt/cuda-12/lib64/libcublas.so.12".into(),
+        tried: "no such file or directory".into(),
+    });
+    assert!(
+        msg.contains("AUTOTUNE_CUBLAS=/opt/cuda-12/lib64/libcublas.so.12")
+            && msg.contains("failed to load: no such file"),
+        "{msg}"
+    );
+    let msg = plain(RunError::NoCublas);
+    assert!(
+        msg.contains("AUTOTUNE_CUBLAS") && msg.contains("nvidia-cublas-cu12"),
+        "{msg}"
+    );
+    plain(RunError::CublasUnusable {
+        library: "/x/libfoo.so".into(),
+        reason: "it has no cublasCreate_v2".into(),
+    });
+    let msg = plain(RunError::CublasLacks {
+        library: "/x/libcublas.so.11".into(),
+        symbol: "cublasSgemvStridedBatched",
+    });
+    assert!(msg.contains("cublasSgemvStridedBatched"), "{msg}");
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //! shapes nobody tuned).
 
 use anyhow::{bail, Context, Result};
+use autotune::cuda::cublas_lib;
 use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::Database;
@@ -120,13 +121,14 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         }
     }
     eprintln!(
-        "cover: {op} on {} ({}), {} grid shapes, {} pool shapes, portfolio of {} ({} seeded by this GPU's tuned winners)",
+        "cover: {op} on {} ({}), {} grid shapes, {} pool shapes, portfolio of {} ({} seeded by this GPU's tuned winners); baseline cuBLAS {}",
         dev.info.name,
         dev.info.arch,
         grid.shapes().len(),
         grid.pool().len(),
         a.portfolio,
-        seeds.len()
+        seeds.len(),
+        cublas_lib::describe()?
     );
     let opts = CoverOptions {
         seed: a.seed,
@@ -299,7 +301,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
     };
     let tuned = autotune::Tuned::new(&dev.ctx, db.clone())?.quiet();
     eprintln!(
-        "evaluate: {op}, {} shapes on {} ({}), database {}{}",
+        "evaluate: {op}, {} shapes on {} ({}), database {}{}; baseline cuBLAS {}",
         problems.len(),
         dev.info.name,
         dev.info.arch,
@@ -308,7 +310,8 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
             " (with coverage)"
         } else {
             " (no coverage for this GPU: predictions fall back to the nearest tuned shape)"
-        }
+        },
+        cublas_lib::describe()?
     );
     let opts = EvaluateOptions {
         seed: a.seed,

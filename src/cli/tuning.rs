@@ -2,6 +2,7 @@
 
 use super::Args;
 use anyhow::{bail, Context, Result};
+use autotune::cuda::cublas_lib;
 use autotune::cuda::isolate::{self, WorkerSettings};
 use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::{Database, Entry, GpuRecord};
@@ -201,6 +202,11 @@ pub(super) fn run(args: &Args) -> Result<()> {
     // Which NVRTC compiles (AUTOTUNE_NVRTC chooses); when it is missing, tuning says so.
     if let Ok(which) = nvrtc::describe() {
         eprintln!("compiling with NVRTC {which}");
+    }
+    // Which cuBLAS is the baseline (AUTOTUNE_CUBLAS chooses); when it is missing, the bench
+    // says so.
+    if let Ok(which) = cublas_lib::describe() {
+        eprintln!("baseline: cuBLAS {which}");
     }
     let tune_on = |d: usize, part: &[Shape]| {
         session::tune_shapes(d, part, &catalog, &cache, &session, &printer).map_err(|e| match e {

@@ -205,8 +205,9 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
     };
     let target_used = verify::target(&dev, &opts)?;
     let nvrtc = nvrtc::describe()?;
+    let cublas = autotune::cuda::cublas_lib::describe()?;
     eprintln!(
-        "verify: {} entr{} of {gpu} in {}{} on {} ({}), device {}; {} with NVRTC {nvrtc}; kernels run {}",
+        "verify: {} entr{} of {gpu} in {}{} on {} ({}), device {}; {} with NVRTC {nvrtc}; baseline cuBLAS {cublas}; kernels run {}",
         entries.len(),
         if entries.len() == 1 { "y" } else { "ies" },
         a.db.display(),
@@ -237,6 +238,7 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
         gpu,
         target_used.to_string(),
         nvrtc,
+        cublas,
         Policy {
             max_slowdown: a.max_slowdown,
             timing_not_comparable,

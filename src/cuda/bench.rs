@@ -13,6 +13,7 @@
 //! launches such a kernel twice on it, checking both outputs, so a kernel that breaks that
 //! promise fails instead of being timed on a dirty workspace.
 
+use crate::cuda::cublas_lib::{self, Blas, GemmParams, GemvParams, MathMode, Transpose};
 use crate::cuda::device::{Device, DeviceError, DriverContext};
 use crate::cuda::nvrtc::Compiled;
 use crate::family::space::{Launch, WorkspaceZero};
@@ -20,8 +21,6 @@ use crate::measure::outcome::{Failure, Measured, Stage};
 use crate::measure::timing::{Stats, TimingSettings};
 use crate::measure::verify;
 use crate::problem::{Op, Shape};
-use cudarc::cublas::sys::{cublasMath_t, cublasOperation_t};
-use cudarc::cublas::{CudaBlas, Gemm, GemmConfig, Gemv, GemvConfig};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, CudaViewMut, DevicePtrMut,
@@ -48,8 +47,32 @@ pub enum RunError {
     #[error(transparent)]
     Device(#[from] DeviceError),
     /// libcublas could not be loaded.
-    #[error("the cuBLAS library (libcublas.so) was not found: it is the baseline every result is compared with; install the CUDA toolkit's cuBLAS (or `pip install nvidia-cublas`) and put its lib directory on LD_LIBRARY_PATH")]
+    #[error("the cuBLAS library (libcublas.so) was not found: it is the baseline every result is compared with; install the CUDA toolkit's cuBLAS (or `pip install nvidia-cublas`, or `nvidia-cublas-cu12` for cuBLAS 12, which a GPU before sm_75 needs) and put its lib directory on LD_LIBRARY_PATH, or set AUTOTUNE_CUBLAS to the library file")]
     NoCublas,
+    /// The library `AUTOTUNE_CUBLAS` names could not be loaded (no other is tried).
+    #[error("AUTOTUNE_CUBLAS={value} names a cuBLAS that failed to load: {tried}; set AUTOTUNE_CUBLAS to a cuBLAS 12 or 13 library file (e.g. /usr/local/cuda-12/lib64/libcublas.so.12, or the lib directory of `pip install nvidia-cublas-cu12`) or the directory holding it, or unset it to load the libcublas found on LD_LIBRARY_PATH")]
+    CublasChoice {
+        /// The variable's value.
+        value: String,
+        /// What was tried and why it failed.
+        tried: String,
+    },
+    /// The library loaded as cuBLAS lacks a function every use needs.
+    #[error("{library} is not a usable cuBLAS: {reason}; use cuBLAS from CUDA 12 or 13 (set AUTOTUNE_CUBLAS to its library file, or put its lib directory on LD_LIBRARY_PATH)")]
+    CublasUnusable {
+        /// The library that was loaded.
+        library: String,
+        /// What is missing.
+        reason: String,
+    },
+    /// The loaded cuBLAS lacks a function one call needs.
+    #[error("{library} has no {symbol}: use a cuBLAS from CUDA 11.6 or later (set AUTOTUNE_CUBLAS to its library file)")]
+    CublasLacks {
+        /// The library that was loaded.
+        library: String,
+        /// The missing function.
+        symbol: &'static str,
+    },
     /// A cuBLAS call failed.
     #[error("cuBLAS {what} failed: {message}")]
     Cublas {
@@ -139,18 +162,11 @@ pub struct Bench<'d> {
     workspace: Option<CudaSlice<u8>>,
     reference: Vec<f64>,
     bound: Vec<f64>,
-    blas: CudaBlas,
+    blas: Blas,
     events: Vec<(CudaEvent, CudaEvent)>,
     settings: TimingSettings,
     seed: u64,
     tolerance: f64,
-}
-
-fn blas_err(what: &'static str) -> impl Fn(cudarc::cublas::result::CublasError) -> RunError {
-    move |e| RunError::Cublas {
-        what,
-        message: format!("{e:?}"),
-    }
 }
 
 impl<'d> Bench<'d> {
@@ -191,9 +207,8 @@ impl<'d> Bench<'d> {
         settings: TimingSettings,
     ) -> Result<Bench<'d>, RunError> {
         Self::check_fits(dev, op, shape)?;
-        if !unsafe { cudarc::cublas::sys::is_culib_present() } {
-            return Err(RunError::NoCublas);
-        }
+        // Before allocating anything: no cuBLAS, no baseline (AUTOTUNE_CUBLAS chooses it).
+        cublas_lib::get()?;
         let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
         let a_host = verify::random_values(m * k, seed, 0);
         let b_host = verify::random_values(k * n, seed, 1);
@@ -690,18 +705,9 @@ fn guard_violation(before: &[f32], after: &[f32]) -> Option<Failure> {
 
 /// A cuBLAS handle on `stream` in plain FP32 mode (no TF32 tensor-core shortcuts): the one
 /// the baseline and the runtime's vendor guard use.
-pub fn fp32_blas(stream: &Arc<CudaStream>) -> Result<CudaBlas, RunError> {
-    let blas = CudaBlas::new(stream.clone()).map_err(blas_err("handle creation"))?;
-    // SAFETY: the handle is live; the mode is a valid enum value.
-    let rc = unsafe {
-        cudarc::cublas::sys::cublasSetMathMode(*blas.handle(), cublasMath_t::CUBLAS_DEFAULT_MATH)
-    };
-    if rc != cudarc::cublas::sys::cublasStatus_t::CUBLAS_STATUS_SUCCESS {
-        return Err(RunError::Cublas {
-            what: "cublasSetMathMode",
-            message: format!("{rc:?}"),
-        });
-    }
+pub fn fp32_blas(stream: &Arc<CudaStream>) -> Result<Blas, RunError> {
+    let blas = Blas::new(stream.clone())?;
+    blas.set_math_mode(MathMode::Default)?;
     Ok(blas)
 }
 
@@ -709,7 +715,7 @@ pub fn fp32_blas(stream: &Arc<CudaStream>) -> Result<CudaBlas, RunError> {
 /// `out = a b` for gemm, `out = a x` (x = `b`) for gemv. The caller has checked every
 /// buffer's length against the shape.
 pub fn cublas_call(
-    blas: &CudaBlas,
+    blas: &Blas,
     op: Op,
     shape: Shape,
     a: &CudaSlice<f32>,
@@ -717,21 +723,20 @@ pub fn cublas_call(
     out: &mut CudaViewMut<'_, f32>,
 ) -> Result<(), String> {
     match op {
-        // SAFETY (both calls): the lengths were checked against the shape by the caller.
-        Op::Gemm => unsafe { blas.gemm(row_major_gemm(shape, 1.0f32), b, a, out) },
-        Op::Gemv => unsafe { blas.gemv(row_major_gemv(shape), a, b, out) },
+        Op::Gemm => blas.gemm(&row_major_gemm(shape, 1.0f32), b, a, out),
+        Op::Gemv => blas.sgemv(&row_major_gemv(shape), a, b, out),
     }
-    .map_err(|e| format!("cuBLAS: {e:?}"))
+    .map_err(|e| e.to_string())
 }
 
 /// cuBLAS's configuration for row-major `C (M x N) = A (M x K) B (K x N)` with `beta = 0`.
 /// cuBLAS is column-major, and row-major C = A B is column-major C^T = B^T A^T: pass B as
 /// cuBLAS's first matrix and A as its second.
-pub fn row_major_gemm<T: Default>(shape: Shape, alpha: T) -> GemmConfig<T> {
+pub fn row_major_gemm<T: Default>(shape: Shape, alpha: T) -> GemmParams<T> {
     let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
-    GemmConfig {
-        transa: cublasOperation_t::CUBLAS_OP_N,
-        transb: cublasOperation_t::CUBLAS_OP_N,
+    GemmParams {
+        transa: Transpose::N,
+        transb: Transpose::N,
         m: n,
         n: m,
         k,
@@ -745,10 +750,10 @@ pub fn row_major_gemm<T: Default>(shape: Shape, alpha: T) -> GemmConfig<T> {
 
 /// cuBLAS's configuration for `y = A x` with row-major `A (M x K)`: column-major that is
 /// A^T (K x M), so y = (A^T)^T x.
-pub fn row_major_gemv(shape: Shape) -> GemvConfig<f32> {
+pub fn row_major_gemv(shape: Shape) -> GemvParams {
     let (m, k) = (shape.m as i32, shape.k as i32);
-    GemvConfig {
-        trans: cublasOperation_t::CUBLAS_OP_T,
+    GemvParams {
+        trans: Transpose::T,
         m: k,
         n: m,
         alpha: 1.0,
@@ -762,7 +767,7 @@ pub fn row_major_gemv(shape: Shape) -> GemvConfig<f32> {
 /// Float64 reference on the GPU with cuBLAS DGEMM: the values, then the bound from |A| |B|.
 fn gpu_dgemm_reference(
     dev: &Device,
-    blas: &CudaBlas,
+    blas: &Blas,
     shape: Shape,
     a: &[f32],
     b: &[f32],
@@ -780,8 +785,7 @@ fn gpu_dgemm_reference(
         };
         let a64 = s.clone_htod(&up(a)).during("uploading float64 A")?;
         let b64 = s.clone_htod(&up(b)).during("uploading float64 B")?;
-        // SAFETY: buffer sizes match the config.
-        unsafe { blas.gemm(cfg, &b64, &a64, &mut c) }.map_err(blas_err("DGEMM reference"))?;
+        blas.gemm(&cfg, &b64, &a64, &mut c)?;
         Ok(s.clone_dtoh(&c).during("downloading the reference")?)
     };
     let reference = run(false)?;
@@ -838,6 +842,8 @@ mod tests {
         // Row-major A (3 x 7) is column-major A^T (7 x 3), used transposed.
         let v = row_major_gemv(Shape { m: 3, n: 1, k: 7 });
         assert_eq!((v.m, v.n, v.lda), (7, 3, 7));
-        assert_eq!(v.trans, cublasOperation_t::CUBLAS_OP_T);
+        assert_eq!(v.trans, Transpose::T);
+        assert_eq!((v.alpha, v.beta, v.incx, v.incy), (1.0, 0.0, 1, 1));
+        assert_eq!((g.transa, g.transb), (Transpose::N, Transpose::N));
     }
 }

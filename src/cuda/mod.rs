@@ -1,9 +1,14 @@
 //! Everything that touches CUDA (through cudarc): opening a device ([`device`]), NVRTC and the
-//! compile caches ([`nvrtc`]; libnvrtc itself is loaded by [`nvrtc_lib`], not cudarc), loading, validating and timing a kernel ([`mod@bench`]), and running
-//! untrusted kernels in a worker process ([`isolate`]).
+//! compile caches ([`nvrtc`]; libnvrtc itself is loaded by [`nvrtc_lib`], not cudarc), loading,
+//! validating and timing a kernel ([`mod@bench`]), cuBLAS (loaded by [`cublas_lib`], not
+//! cudarc), and running untrusted kernels in a worker process ([`isolate`]). Which libnvrtc and
+//! libcublas are loaded (`AUTOTUNE_NVRTC`, `AUTOTUNE_CUBLAS`) follows one set of rules
+//! (`dylib`).
 
 pub mod bench;
+pub mod cublas_lib;
 pub mod device;
+mod dylib;
 pub mod isolate;
 pub mod nvrtc;
 pub mod nvrtc_lib;

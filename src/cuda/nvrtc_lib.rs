@@ -5,16 +5,16 @@
 //! loads NVRTC 13, which cannot compile for archs older than sm_75 (a GTX 1080 Ti is sm_61).
 //! Here the library is [`ENV`] (`AUTOTUNE_NVRTC`) when it is set: a library file, a directory
 //! holding `libnvrtc.so*` (the highest-versioned `libnvrtc.so.N` there), or a bare file name
-//! the dynamic loader looks up. When it is unset (or empty), the names cudarc tries, in
-//! cudarc's order, so nothing changes for users who set nothing. A chosen library that cannot
-//! be loaded is an error: never a fallback to another NVRTC.
+//! the dynamic loader looks up; when it is unset (or empty), the names cudarc tries, in
+//! cudarc's order. A chosen library that cannot be loaded is an error: never a fallback to
+//! another NVRTC. These rules are [`super::dylib`]'s, shared with cuBLAS.
 //!
 //! The library is loaded once per process and never unloaded; `get` hands out the function
 //! pointers, wrapped in safe calls.
 
+use super::dylib::{self, OpenError};
 use super::nvrtc::CompileError;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
-use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 /// The environment variable that chooses the NVRTC library: a file
@@ -83,104 +83,16 @@ pub(crate) fn get() -> Result<&'static Nvrtc, CompileError> {
 }
 
 fn load() -> Result<Nvrtc, CompileError> {
-    match std::env::var_os(ENV).filter(|v| !v.is_empty()) {
-        Some(value) => load_chosen(Path::new(&value)),
-        None => load_default(),
-    }
+    load_value(std::env::var_os(ENV).as_deref())
 }
 
-/// cudarc's candidate names in cudarc's order: the first that loads is used.
-fn load_default() -> Result<Nvrtc, CompileError> {
-    for name in cudarc::get_lib_name_candidates("nvrtc") {
-        // SAFETY: loading libnvrtc runs only its own initialisers (the same call cudarc makes).
-        if let Ok(lib) = unsafe { libloading::Library::new(&name) } {
-            let mut nvrtc = Nvrtc::from_library(lib, name)?;
-            // The loader searched the library path: say which file it found, when we can.
-            if let Some(path) = mapped_file(nvrtc.version as usize) {
-                nvrtc.library = path;
-            }
-            return Ok(nvrtc);
-        }
-    }
-    Err(CompileError::NvrtcMissing)
-}
-
-/// The library `value` (the value of [`ENV`]) names.
-fn load_chosen(value: &Path) -> Result<Nvrtc, CompileError> {
-    let fail = |tried: String| CompileError::NvrtcChoice {
-        value: value.display().to_string(),
-        tried,
-    };
-    let file = if value.is_dir() {
-        newest_in_dir(value).map_err(fail)?
-    } else if value.exists() {
-        // An absolute path, so that the loader opens this file and searches nothing.
-        std::path::absolute(value).map_err(|e| fail(format!("cannot resolve the path: {e}")))?
-    } else if value.components().count() == 1 && !value.to_string_lossy().contains('/') {
-        // A bare file name such as `libnvrtc.so.12`: the dynamic loader's search.
-        let name = value.to_string_lossy().into_owned();
-        // SAFETY: as in load_default.
-        let lib = unsafe { libloading::Library::new(&name) }.map_err(|e| {
-            fail(format!(
-                "it is no file or directory here, and the dynamic loader did not find a library of that name on LD_LIBRARY_PATH or in the system directories ({e})"
-            ))
-        })?;
-        let mut nvrtc = Nvrtc::from_library(lib, name)?;
-        if let Some(path) = mapped_file(nvrtc.version as usize) {
-            nvrtc.library = path;
-        }
-        return Ok(nvrtc);
-    } else {
-        return Err(fail("no such file or directory".into()));
-    };
-    // SAFETY: as in load_default; `file` is a path, so the loader opens exactly that file.
-    let lib = unsafe { libloading::Library::new(&file) }
-        .map_err(|e| fail(format!("could not load {}: {e}", file.display())))?;
-    Nvrtc::from_library(lib, file.display().to_string())
-}
-
-/// The version of an NVRTC file name: `libnvrtc.so` is `[]`, `libnvrtc.so.12.9.86` is
-/// `[12, 9, 86]`; `None` for anything else (`libnvrtc-builtins.so.13`, `libnvrtc.alt.so.12`).
-fn nvrtc_file_version(name: &str) -> Option<Vec<u32>> {
-    let rest = name.strip_prefix("libnvrtc.so")?;
-    if rest.is_empty() {
-        return Some(Vec::new());
-    }
-    rest.strip_prefix('.')?
-        .split('.')
-        .map(|part| part.parse::<u32>().ok())
-        .collect()
-}
-
-/// The highest-versioned `libnvrtc.so.N` in `dir` (else `libnvrtc.so`), or what was found.
-fn newest_in_dir(dir: &Path) -> Result<PathBuf, String> {
-    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read the directory: {e}"))?;
-    let best = entries
-        .flatten()
-        .filter_map(|e| {
-            let name = e.file_name().to_string_lossy().into_owned();
-            nvrtc_file_version(&name).map(|v| (v, e.path()))
-        })
-        .max_by(|a, b| a.0.cmp(&b.0));
-    best.map(|(_, path)| path).ok_or_else(|| {
-        "the directory holds no libnvrtc.so or libnvrtc.so.N (give the lib directory of an NVRTC install, or the library file itself)".to_string()
-    })
-}
-
-/// The file mapped at `addr` in this process (from `/proc/self/maps`), if it can be read.
-fn mapped_file(addr: usize) -> Option<String> {
-    let maps = std::fs::read_to_string("/proc/self/maps").ok()?;
-    maps.lines().find_map(|line| {
-        // `start-end perms offset dev inode   path`
-        let mut fields = line.splitn(6, ' ');
-        let (start, end) = fields.next()?.split_once('-')?;
-        let (start, end) = (
-            usize::from_str_radix(start, 16).ok()?,
-            usize::from_str_radix(end, 16).ok()?,
-        );
-        let path = fields.nth(4)?.trim();
-        (start <= addr && addr < end && path.starts_with('/')).then(|| path.to_string())
-    })
+/// The NVRTC that `value` (the value of [`ENV`]) chooses (see [`super::dylib`]).
+fn load_value(value: Option<&std::ffi::OsStr>) -> Result<Nvrtc, CompileError> {
+    let opened = dylib::open("nvrtc", value, "nvrtcVersion").map_err(|e| match e {
+        OpenError::NotFound => CompileError::NvrtcMissing,
+        OpenError::Chosen { value, tried } => CompileError::NvrtcChoice { value, tried },
+    })?;
+    Nvrtc::from_library(opened.lib, opened.name)
 }
 
 /// Looks up `name` in `lib` as a `T`.
@@ -193,13 +105,10 @@ unsafe fn symbol<T: Copy>(
     name: &'static str,
 ) -> Result<T, CompileError> {
     // SAFETY: the caller gives the symbol's true type.
-    match unsafe { lib.get::<T>(name) } {
-        Ok(sym) => Ok(*sym),
-        Err(e) => Err(CompileError::NvrtcUnusable {
-            library: library.to_string(),
-            reason: format!("it has no {name} ({e})"),
-        }),
-    }
+    unsafe { dylib::symbol(lib, name) }.map_err(|reason| CompileError::NvrtcUnusable {
+        library: library.to_string(),
+        reason,
+    })
 }
 
 impl Nvrtc {
@@ -382,74 +291,25 @@ impl Drop for Program<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     #[test]
-    fn file_versions() {
-        assert_eq!(nvrtc_file_version("libnvrtc.so"), Some(vec![]));
-        assert_eq!(nvrtc_file_version("libnvrtc.so.12"), Some(vec![12]));
-        assert_eq!(
-            nvrtc_file_version("libnvrtc.so.12.9.86"),
-            Some(vec![12, 9, 86])
-        );
-        for other in [
-            "libnvrtc-builtins.so.13.5",
-            "libnvrtc.alt.so.12",
-            "libnvrtc.so.x",
-            "libnvrtc.so.",
-            "libnvrtc.sox",
-            "libnvrtc.a",
-        ] {
-            assert_eq!(nvrtc_file_version(other), None, "{other}");
-        }
-    }
-
-    #[test]
-    fn newest_in_dir_prefers_the_highest_major() {
+    fn a_chosen_library_that_fails_is_an_error_naming_the_variable() {
         let dir = tempfile::tempdir().unwrap();
-        for f in [
-            "libnvrtc.so",
-            "libnvrtc.so.9",
-            "libnvrtc.so.12",
-            "libnvrtc-builtins.so.13",
-            "libnvrtc.alt.so.13",
-        ] {
-            std::fs::write(dir.path().join(f), b"").unwrap();
+        for value in dylib::unloadable_values("nvrtc", dir.path()) {
+            let e = load_value(Some(value.as_os_str()))
+                .err()
+                .unwrap()
+                .to_string();
+            assert!(
+                e.starts_with(&format!("AUTOTUNE_NVRTC={}: ", value.display())),
+                "{e}"
+            );
         }
-        assert_eq!(
-            newest_in_dir(dir.path()).unwrap(),
-            dir.path().join("libnvrtc.so.12")
-        );
-        let empty = tempfile::tempdir().unwrap();
-        let e = newest_in_dir(empty.path()).unwrap_err();
-        assert!(e.contains("no libnvrtc.so"), "{e}");
-    }
-
-    #[test]
-    fn a_chosen_library_that_is_missing_is_an_error_naming_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("nope/libnvrtc.so.12");
-        let e = load_chosen(&missing).err().unwrap().to_string();
-        assert!(e.contains(&missing.display().to_string()), "{e}");
-        assert!(e.contains("AUTOTUNE_NVRTC"), "{e}");
-        // A file that is no library: the loader's reason, no fallback.
-        let junk = dir.path().join("libnvrtc.so.12");
-        std::fs::write(&junk, b"not a library").unwrap();
-        let e = load_chosen(&junk).err().unwrap().to_string();
-        assert!(e.contains("could not load"), "{e}");
-        let e = load_chosen(dir.path()).err().unwrap().to_string();
-        assert!(e.contains("could not load"), "{e}");
-        let e = load_chosen(Path::new("libnvrtc.so.no-such-version"))
+        let e = load_value(Some(Path::new("libnvrtc.so.no-such-version").as_os_str()))
             .err()
             .unwrap()
             .to_string();
         assert!(e.contains("dynamic loader"), "{e}");
-    }
-
-    #[test]
-    fn maps_name_this_executable() {
-        let here = maps_name_this_executable as fn() as usize;
-        if let Some(path) = mapped_file(here) {
-            assert!(path.starts_with('/'), "{path}");
-        }
     }
 }

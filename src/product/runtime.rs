@@ -25,6 +25,7 @@
 //! ```
 
 use crate::cuda::bench;
+use crate::cuda::cublas_lib::Blas;
 use crate::cuda::device::{self, DeviceError};
 use crate::cuda::nvrtc::{self, DiskCache};
 use crate::db::{Database, DbError};
@@ -36,7 +37,6 @@ use crate::product::lookup::{self, Choice, LookupOptions, Rule};
 use crate::product::online::{self, OnlineTuning};
 use crate::product::record::Recorder;
 use crate::product::select::Selector;
-use cudarc::cublas::CudaBlas;
 use cudarc::driver::{CudaContext, CudaFunction, CudaSlice, CudaStream};
 use std::collections::HashMap;
 use std::path::Path;
@@ -152,7 +152,7 @@ pub struct Tuned {
     quiet: bool,
     options: LookupOptions,
     selectors: Mutex<HashMap<Op, Option<Arc<Selector>>>>,
-    blas: Mutex<Option<CudaBlas>>,
+    blas: Mutex<Option<Blas>>,
     recorder: Option<Recorder>,
     record_failed: std::sync::atomic::AtomicBool,
     online: Option<OnlineTuning>,
@@ -477,9 +477,10 @@ impl Tuned {
         let Some(blas) = guard.as_mut() else {
             return Err(fail("no cuBLAS handle".into()));
         };
-        // SAFETY: the handle lives as long as the runtime, and the stream belongs to its
-        // context; setting the stream only redirects where cuBLAS enqueues.
-        unsafe { blas.set_stream(stream.clone()) }.map_err(|e| fail(format!("{e:?}")))?;
+        // The handle lives as long as the runtime; setting the stream (of the same context)
+        // only redirects where cuBLAS enqueues.
+        blas.set_stream(stream.clone())
+            .map_err(|e| fail(e.to_string()))?;
         bench::cublas_call(blas, op, shape, a, b, &mut out.as_view_mut()).map_err(fail)
     }
 

@@ -360,6 +360,8 @@ pub struct Report {
     pub target: String,
     /// The NVRTC used: version and library.
     pub nvrtc: String,
+    /// The cuBLAS that timed the baseline: version and library.
+    pub cublas: String,
     /// The policy applied.
     pub policy: Policy,
     /// One per subject.
@@ -367,12 +369,14 @@ pub struct Report {
 }
 
 impl Report {
-    /// Judges every subject with its measurements.
+    /// Judges every subject with its measurements; `nvrtc` and `cublas` are the libraries
+    /// used, version and path.
     pub fn new(
         device: String,
         gpu: String,
         target: String,
         nvrtc: String,
+        cublas: String,
         policy: Policy,
         checked: Vec<(Subject, Measurements)>,
     ) -> Report {
@@ -389,6 +393,7 @@ impl Report {
             gpu,
             target,
             nvrtc,
+            cublas,
             policy,
             rows,
         }
@@ -502,7 +507,7 @@ impl Report {
             .collect();
         let failed = self.failures().count();
         out.push_str(&format!(
-            "verify: {} kernel(s), {} ok, {failed} failed{} (max slowdown {:.2}x relative to cuBLAS; target {}; NVRTC {})\n",
+            "verify: {} kernel(s), {} ok, {failed} failed{} (max slowdown {:.2}x relative to cuBLAS; target {}; NVRTC {}; cuBLAS {})\n",
             self.rows.len(),
             self.rows.len() - failed,
             if counts.is_empty() {
@@ -512,7 +517,8 @@ impl Report {
             },
             self.policy.max_slowdown,
             self.target,
-            self.nvrtc
+            self.nvrtc,
+            self.cublas
         ));
         out
     }
@@ -728,6 +734,7 @@ mod tests {
             "NVIDIA H100 80GB HBM3".into(),
             "sm_90".into(),
             "13.0 (/x/libnvrtc.so.13)".into(),
+            "13.0.2 (/x/libcublas.so.13)".into(),
             Policy::default(),
             vec![
                 (
@@ -756,7 +763,7 @@ mod tests {
         assert!(table.contains("2.000"), "{table}");
         let text = report.findings_text();
         assert!(
-            text.ends_with("verify: 3 kernel(s), 1 ok, 2 failed (1 failed, 1 slower, 1 stale) (max slowdown 1.25x relative to cuBLAS; target sm_90; NVRTC 13.0 (/x/libnvrtc.so.13))\n"),
+            text.ends_with("verify: 3 kernel(s), 1 ok, 2 failed (1 failed, 1 slower, 1 stale) (max slowdown 1.25x relative to cuBLAS; target sm_90; NVRTC 13.0 (/x/libnvrtc.so.13); cuBLAS 13.0.2 (/x/libcublas.so.13))\n"),
             "{text}"
         );
         assert!(
