@@ -78,21 +78,6 @@ fn parse_slowdown(text: &str) -> std::result::Result<f64, String> {
     }
 }
 
-/// The shape a family's space ends are taken on.
-fn ends_shape(op: Op) -> Shape {
-    match op {
-        Op::Gemm => Shape {
-            m: 1024,
-            n: 1024,
-            k: 1024,
-        },
-        Op::Gemv => Shape {
-            m: 4096,
-            n: 1,
-            k: 4096,
-        },
-    }
-}
 
 /// `autotune verify`.
 pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
@@ -166,7 +151,7 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
                 continue;
             }
             for f in catalog.for_op(o).filter(|f| wanted(f.name())) {
-                for c in sweep::space_ends(f, ends_shape(o), &dev.info.limits)
+                for c in sweep::family_ends(f, &dev.info.limits)
                     .with_context(|| format!("pruning the space of {}", f.name()))?
                 {
                     if !subjects.iter().any(|s| s.config == c) {

@@ -56,6 +56,18 @@ pub fn space_ends(
     Ok(out)
 }
 
+/// The ends of `family`'s space ([`space_ends`]) on the first reference shape where it offers
+/// configs: a family offered only for few rows or columns still has ends.
+pub fn family_ends(family: &Family, limits: &Limits) -> Result<Vec<Config>, SpaceError> {
+    for shape in reference_shapes(family.space.op) {
+        let ends = space_ends(family, shape, limits)?;
+        if !ends.is_empty() {
+            return Ok(ends);
+        }
+    }
+    Ok(Vec::new())
+}
+
 /// Shapes whose valid configs make up the pool a family's sweep configs are drawn from: short,
 /// square and long reductions (some constraints depend on K), few rows or columns.
 fn reference_shapes(op: Op) -> Vec<Shape> {
@@ -258,6 +270,17 @@ mod tests {
 
     fn limits() -> Limits {
         Limits::for_arch(90).unwrap()
+    }
+
+    /// Every built-in family has space ends on some reference shape, also those offered only
+    /// for few rows or columns (verify --space-ends and the sanitizer runs rely on it).
+    #[test]
+    fn every_family_has_space_ends() {
+        let catalog = Catalog::builtin().unwrap();
+        for f in catalog.families() {
+            let ends = family_ends(f, &limits()).unwrap();
+            assert!(!ends.is_empty(), "{} has no space ends", f.name());
+        }
     }
 
     #[test]
