@@ -78,7 +78,6 @@ fn parse_slowdown(text: &str) -> std::result::Result<f64, String> {
     }
 }
 
-
 /// `autotune verify`.
 pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
     let op: Option<Op> = a.op.as_deref().map(str::parse).transpose()?;
