@@ -151,6 +151,12 @@ if [ "${SANITIZE:-0}" = 1 ]; then
   if [ ! -x "$san" ]; then
     echo "== sanitizer: skipped: compute-sanitizer is not on PATH nor at ${CUDA_HOME:-/usr/local/cuda}/bin" | tee -a "$OUT/summary.txt"
   else
+    # verify on the edge shapes under the sanitizer `tool` (extra verify options after it).
+    sanitized() {
+      local tool=$1; shift
+      timeout "${SANITIZE_TIMEOUT:-1200}" "$san" --tool "$tool" --error-exitcode 99 --print-limit 50 \
+        .gpu/autotune verify --db "$DB" --edge-only --space-ends --in-process "$@" ${SANITIZE_VERIFY_ARGS:-}
+    }
     for tool in ${SANITIZE_TOOLS:-memcheck racecheck synccheck}; do
       start=$SECONDS
       if [ "${SANITIZE_PER_FAMILY:-0}" = 1 ]; then
@@ -158,9 +164,7 @@ if [ "${SANITIZE:-0}" = 1 ]; then
         # process ran past 100 s on an H200; the families are independent.
         pids=()
         for fam in $(ls configs/spaces/*.toml | xargs -n1 basename | sed 's/\.toml$//'); do
-          timeout "${SANITIZE_TIMEOUT:-1200}" "$san" --tool "$tool" --error-exitcode 99 --print-limit 50 \
-            .gpu/autotune verify --db "$DB" --edge-only --space-ends --in-process --family "$fam" ${SANITIZE_VERIFY_ARGS:-} \
-            >"$OUT/sanitizer-$tool-$fam.log" 2>&1 &
+          sanitized "$tool" --family "$fam" >"$OUT/sanitizer-$tool-$fam.log" 2>&1 &
           pids+=($!)
         done
         rc=0
@@ -175,9 +179,7 @@ if [ "${SANITIZE:-0}" = 1 ]; then
         } | tee -a "$OUT/summary.txt"
         continue
       fi
-      timeout "${SANITIZE_TIMEOUT:-1200}" "$san" --tool "$tool" --error-exitcode 99 --print-limit 50 \
-        .gpu/autotune verify --db "$DB" --edge-only --space-ends --in-process ${SANITIZE_VERIFY_ARGS:-} \
-        >"$OUT/sanitizer-$tool.log" 2>&1
+      sanitized "$tool" >"$OUT/sanitizer-$tool.log" 2>&1
       rc=$?
       [ $rc = 0 ] || status=1
       {
