@@ -1,7 +1,11 @@
 //! A small product that ships the tuned database: it embeds `results/tuning.toml`, runs gemm
 //! and gemv for tuned, near-tuned and untuned shapes through `autotune::Tuned`, checks each
-//! result against cuBLAS, and prints the decision and the time. Then it measures what the
-//! runtime path (lookup + cached module) costs over a direct cudarc launch of the same kernel.
+//! result against cuBLAS, and prints the decision and the time. Then the full interface: every
+//! gemm layout, padded leading dimensions, beta != 0 and strided batches through
+//! `Tuned::gemm_ex`, and gemv with `op(A) = A^T` and batches through `Tuned::gemv_ex`, each
+//! checked against the matching cuBLAS call (`cublasSgemmStridedBatched`, `cublasSgemv`, ...).
+//! Then it measures what the runtime path (lookup + cached module) costs over a direct cudarc
+//! launch of the same kernel.
 //!
 //! Run on a GPU: `cargo run --release --example ship`. A second run finds every kernel in the
 //! disk cache (`compiled 0` in the last line).
@@ -9,6 +13,8 @@
 use autotune::cuda::nvrtc;
 use autotune::cuda::{bench, cublas_lib};
 use autotune::family::catalog::Catalog;
+use autotune::problem::Layout;
+use autotune::product::desc::{GemmDesc, GemvDesc};
 use autotune::product::lookup::Rule;
 use autotune::{Op, Shape, Tuned};
 use cudarc::driver::sys::CUevent_flags;
@@ -126,6 +132,100 @@ fn main() -> Res<()> {
         all_ok &= ok;
         println!(
             "| {op} | {text} | {}{} | {} {} | {ours:.4} | {cublas:.4} | {:.3} | {db_ms} | {diff:.2e}{} |",
+            choice.rule,
+            if choice.vendor { ", cuBLAS (guard)" } else { "" },
+            choice.family,
+            autotune::family::space::params_label(&choice.params),
+            cublas / ours,
+            if ok { "" } else { " WRONG" }
+        );
+    }
+
+    // The full interface, each call beside the matching cuBLAS call on copies of the same C.
+    println!();
+    println!("| op | problem | rule | config | ms | cuBLAS ms | x cuBLAS | max rel diff |");
+    println!("|---|---|---|---|---:|---:|---:|---:|");
+    // (layout, m, n, k, padding of every ld, beta, batch)
+    let gemms = [
+        (Layout::Nn, 1024, 768, 512, 0, 0.0, 1),
+        (Layout::Nt, 1024, 768, 512, 0, 0.5, 1),
+        (Layout::Tn, 1000, 700, 300, 5, 0.0, 1),
+        (Layout::Tt, 1024, 768, 512, 64, 1.0, 1),
+        (Layout::Nn, 128, 128, 128, 0, 0.0, 64),
+        (Layout::Tn, 64, 96, 80, 3, 0.25, 512),
+    ];
+    let mut calls: Vec<(Op, GemmDesc, GemvDesc)> = Vec::new();
+    for (layout, m, n, k, pad, beta, batch) in gemms {
+        let mut d = GemmDesc::new(layout, m, n, k);
+        d.lda += pad;
+        d.ldb += pad;
+        d.ldc += pad;
+        d.alpha = 0.75;
+        d.beta = beta;
+        calls.push((Op::Gemm, d.batched(batch), GemvDesc::new(false, 1, 1)));
+    }
+    // (transposed, m, k, padding of lda, beta, batch)
+    let gemvs = [
+        (false, 4096, 4096, 0, 0.5, 1),
+        (true, 4096, 4096, 0, 0.0, 1),
+        (true, 1000, 999, 7, 1.0, 1),
+        (true, 512, 512, 0, 0.0, 64),
+        (false, 300, 700, 1, 0.5, 64),
+    ];
+    for (trans, m, k, pad, beta, batch) in gemvs {
+        let mut d = GemvDesc::new(trans, m, k);
+        d.lda += pad;
+        d.alpha = 0.75;
+        d.beta = beta;
+        calls.push((
+            Op::Gemv,
+            GemmDesc::new(Layout::Nn, 1, 1, 1),
+            d.batched(batch),
+        ));
+    }
+    for (i, (op, gd, vd)) in calls.iter().enumerate() {
+        let lens = match op {
+            Op::Gemm => gd.lens(),
+            Op::Gemv => vd.lens(),
+        };
+        let (shape, call) = match op {
+            Op::Gemm => gd.problem(lens)?,
+            Op::Gemv => vd.problem(lens)?,
+        };
+        let seed = 10 + 3 * i as u64;
+        let a = stream.clone_htod(&random(lens[0], seed))?;
+        let b = stream.clone_htod(&random(lens[1], seed + 1))?;
+        let c0 = random(lens[2], seed + 2);
+        let mut out = stream.clone_htod(&c0)?;
+        let mut reference = stream.clone_htod(&c0)?;
+        let ours_into = |c: &mut CudaSlice<f32>| -> Res<()> {
+            match op {
+                Op::Gemm => tuned.gemm_ex(&stream, gd, &a, &b, c)?,
+                Op::Gemv => tuned.gemv_ex(&stream, vd, &a, &b, c)?,
+            }
+            Ok(())
+        };
+        let cublas_into = |c: &mut CudaSlice<f32>| -> Res<()> {
+            bench::cublas_call(&blas, *op, shape, &call, &a, &b, &mut c.as_view_mut())?;
+            Ok(())
+        };
+        // One call each on the same old C: the results compared.
+        ours_into(&mut out)?;
+        cublas_into(&mut reference)?;
+        let diff = max_rel_diff(&stream.clone_dtoh(&out)?, &stream.clone_dtoh(&reference)?);
+        // Then timed (beta != 0 keeps accumulating into C: the values do not matter here).
+        let ours = time_ms(&ctx, &stream, &mut flush, 20, || ours_into(&mut out))?;
+        let cublas = time_ms(&ctx, &stream, &mut flush, 20, || {
+            cublas_into(&mut reference)
+        })?;
+        let choice = tuned.explain(*op, shape);
+        let ok = diff < 1e-4;
+        all_ok &= ok;
+        println!(
+            "| {op} | {} (alpha {}, beta {}) | {}{} | {} {} | {ours:.4} | {cublas:.4} | {:.3} | {diff:.2e}{} |",
+            shape.label(*op),
+            call.alpha,
+            call.beta,
             choice.rule,
             if choice.vendor { ", cuBLAS (guard)" } else { "" },
             choice.family,

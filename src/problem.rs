@@ -1,8 +1,25 @@
 //! Problem shapes: parsing `MxNxK` (GEMM) and `MxK` (GEMV), checking them, and counting the
 //! work they imply (FLOPs, bytes).
 //!
-//! Every matrix is row-major and `f32`: for GEMM, A is `M x K`, B is `K x N`, C is `M x N`;
-//! for GEMV, `y = A x` with A `M x K` (stored with `n = 1`).
+//! Every matrix is row-major and `f32`: for GEMM, `C = alpha op(A) op(B) + beta C` with op(A)
+//! `M x K`, op(B) `K x N`, C `M x N`; for GEMV, `y = alpha op(A) x + beta y` with A stored
+//! `M x K` (shapes hold `n = 1`). A shape also carries its [`Form`]: the operands' layouts,
+//! whether leading dimensions are padded, whether beta is non-zero and the batch count. The plain
+//! form (NN, packed, beta = 0, one product) is what every family computes; the others need a
+//! family with the full interface.
+//!
+//! Text form: `MxNxK` (gemm) or `MxK` (gemv), then `:`-separated form tags for a non-plain
+//! form: the layout (`nt`, `tn`, `tt`; gemv: `t`), `bN` (a batch of N), `beta` (beta != 0) and
+//! `alpha` (alpha != 1) and `pad` (padded leading dimensions), e.g. `512x512x64:tn:b32:beta`.
+//!
+//! Layouts use the row-major convention: the first letter is op(A), the second op(B); `n` means
+//! the operand is stored as op(X) is (A `M x K`, B `K x N`, row-major), `t` that it is stored
+//! transposed (A `K x M`, B `N x K`). cuBLAS is column-major: row-major `C = op(A) op(B)` is
+//! column-major `C^T = op(B)^T op(A)^T`, so a row-major layout `XY` is the cuBLAS call
+//! `cublasSgemm(opY, opX, N, M, K, alpha, B, ldb, A, lda, beta, C, ldc)` with the same letters
+//! (`n` -> `CUBLAS_OP_N`, `t` -> `CUBLAS_OP_T`) and the same leading dimensions. For gemv,
+//! row-major `y = A x` is `cublasSgemv(CUBLAS_OP_T, K, M, ...)` and `y = A^T x` is
+//! `cublasSgemv(CUBLAS_OP_N, K, M, ...)`.
 
 use serde::{Deserialize, Serialize};
 use std::fmt;
@@ -56,6 +73,157 @@ impl FromStr for Op {
             "gemv" | "sgemv" => Ok(Op::Gemv),
             other => Err(ShapeError::UnknownOp(other.to_string())),
         }
+    }
+}
+
+/// The operands' storage in the row-major convention: the first letter is A, the second B;
+/// `N`: stored as used (A `M x K`, B `K x N`), `T`: stored transposed (A `K x M`, B `N x K`).
+/// GEMV uses `NN` (`y = A x`) and `TN` (`y = A^T x`).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Layout {
+    /// Neither transposed (the plain layout).
+    #[default]
+    Nn,
+    /// B stored `N x K`.
+    Nt,
+    /// A stored `K x M`.
+    Tn,
+    /// Both stored transposed.
+    Tt,
+}
+
+impl Layout {
+    /// Every layout, in a stable order.
+    pub const ALL: [Layout; 4] = [Layout::Nn, Layout::Nt, Layout::Tn, Layout::Tt];
+
+    /// Whether A is stored transposed.
+    pub fn trans_a(self) -> bool {
+        matches!(self, Layout::Tn | Layout::Tt)
+    }
+
+    /// Whether B is stored transposed.
+    pub fn trans_b(self) -> bool {
+        matches!(self, Layout::Nt | Layout::Tt)
+    }
+
+    /// The layout with these transposes.
+    pub fn from_trans(trans_a: bool, trans_b: bool) -> Layout {
+        match (trans_a, trans_b) {
+            (false, false) => Layout::Nn,
+            (false, true) => Layout::Nt,
+            (true, false) => Layout::Tn,
+            (true, true) => Layout::Tt,
+        }
+    }
+
+    /// How `op` names it: `nn`, `nt`, `tn`, `tt` for gemm; `n`, `t` for gemv.
+    pub fn name(self, op: Op) -> &'static str {
+        match (op, self) {
+            (Op::Gemv, Layout::Nn | Layout::Nt) => "n",
+            (Op::Gemv, Layout::Tn | Layout::Tt) => "t",
+            (Op::Gemm, Layout::Nn) => "nn",
+            (Op::Gemm, Layout::Nt) => "nt",
+            (Op::Gemm, Layout::Tn) => "tn",
+            (Op::Gemm, Layout::Tt) => "tt",
+        }
+    }
+
+    /// Parses a layout for `op` (case-insensitive): `nn`, `nt`, `tn`, `tt` for gemm; `n` or
+    /// `t` (also `nn`, `tn`) for gemv.
+    pub fn parse(op: Op, text: &str) -> Result<Layout, ShapeError> {
+        let t = text.trim().to_ascii_lowercase();
+        let layout = match (op, t.as_str()) {
+            (_, "nn") => Layout::Nn,
+            (_, "tn") => Layout::Tn,
+            (Op::Gemm, "nt") => Layout::Nt,
+            (Op::Gemm, "tt") => Layout::Tt,
+            (Op::Gemv, "n") => Layout::Nn,
+            (Op::Gemv, "t") => Layout::Tn,
+            _ => {
+                return Err(ShapeError::UnknownLayout {
+                    op,
+                    text: text.to_string(),
+                })
+            }
+        };
+        Ok(layout)
+    }
+}
+
+/// Largest batch count of one problem (cuBLAS takes an `int`).
+pub const MAX_BATCH: u64 = i32::MAX as u64;
+
+/// What a problem is beyond its dimensions: layouts, leading dimensions, beta, batch. The
+/// default is the plain form every family computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct Form {
+    /// The operands' layouts.
+    #[serde(default)]
+    pub layout: Layout,
+    /// Leading dimensions padded past the rows (see [`Shape::lds`]); packed when false. The
+    /// kernels care about the alignment a padding gives, not its size.
+    #[serde(default)]
+    pub padded: bool,
+    /// Whether beta is non-zero (C, or y, is read).
+    #[serde(default)]
+    pub beta: bool,
+    /// Whether alpha is not 1 (the products are scaled): only kernels of the full interface
+    /// take alpha.
+    #[serde(default)]
+    pub scaled: bool,
+    /// How many products, strided in memory (at least 1).
+    #[serde(default = "one")]
+    pub batch: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl Default for Form {
+    fn default() -> Form {
+        Form::PLAIN
+    }
+}
+
+impl Form {
+    /// NN, packed, beta = 0, one product.
+    pub const PLAIN: Form = Form {
+        layout: Layout::Nn,
+        padded: false,
+        beta: false,
+        scaled: false,
+        batch: 1,
+    };
+
+    /// Whether this is [`Form::PLAIN`].
+    pub fn is_plain(&self) -> bool {
+        *self == Form::PLAIN
+    }
+
+    /// The `:`-separated tags after the dimensions (empty for the plain form).
+    pub fn tags(&self, op: Op) -> String {
+        let mut s = String::new();
+        if self.layout != Layout::Nn {
+            s.push(':');
+            s.push_str(self.layout.name(op));
+        }
+        if self.batch != 1 {
+            s.push_str(&format!(":b{}", self.batch));
+        }
+        if self.beta {
+            s.push_str(":beta");
+        }
+        if self.scaled {
+            s.push_str(":alpha");
+        }
+        if self.padded {
+            s.push_str(":pad");
+        }
+        s
     }
 }
 
@@ -129,17 +297,81 @@ pub enum ShapeError {
     /// Not `gemm` or `gemv`.
     #[error("unknown op '{0}': accepted ops are gemm and gemv")]
     UnknownOp(String),
+    /// Not a layout of the op.
+    #[error("unknown {op} layout '{text}': accepted are {}", if *op == Op::Gemm { "nn, nt, tn and tt (row-major: first letter A, second B; t = stored transposed)" } else { "n (y = A x) and t (y = A^T x)" })]
+    UnknownLayout {
+        /// The op.
+        op: Op,
+        /// What the user wrote.
+        text: String,
+    },
+    /// A form tag after the dimensions is not one of the known ones.
+    #[error("shape '{text}': unknown tag '{tag}' after the dimensions; accepted are a layout ({}), bN (a batch of N products), beta (beta != 0), alpha (alpha != 1) and pad (padded leading dimensions), e.g. {}", if *op == Op::Gemm { "nn, nt, tn, tt" } else { "n, t" }, if *op == Op::Gemm { "512x512x64:tn:b32:beta" } else { "4096x4096:t:b8" })]
+    BadTag {
+        /// The op.
+        op: Op,
+        /// What the user wrote.
+        text: String,
+        /// The tag.
+        tag: String,
+    },
+    /// The batch count is zero or too large.
+    #[error("shape '{text}': the batch count must be between 1 and {max} (got {value})")]
+    BadBatch {
+        /// What the user wrote.
+        text: String,
+        /// The batch as written.
+        value: String,
+        /// The limit ([`MAX_BATCH`]).
+        max: u64,
+    },
 }
 
-/// A problem size. For GEMV `n` is 1.
+/// A problem: its size and its [`Form`]. For GEMV `n` is 1.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 pub struct Shape {
-    /// Rows of A and C.
+    /// Rows of op(A) and C (gemv: rows of A as stored).
     pub m: u64,
-    /// Columns of B and C (1 for GEMV).
+    /// Columns of op(B) and C (1 for GEMV).
     pub n: u64,
-    /// Columns of A, rows of B (the reduction length).
+    /// Columns of op(A), rows of op(B): the reduction length (gemv: columns of A as stored).
     pub k: u64,
+    /// Layouts, leading dimensions, beta, batch ([`Form::PLAIN`] unless said).
+    #[serde(default)]
+    pub form: Form,
+}
+
+/// What a call of the full interface passes beyond the dimensions and the pointers: leading
+/// dimensions, batch strides, batch count, alpha and beta.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Call {
+    /// Leading dimensions and batch strides.
+    pub strides: Strides,
+    /// How many products.
+    pub batch: u64,
+    /// Scales op(A) op(B) (gemv: op(A) x).
+    pub alpha: f32,
+    /// Scales C's (y's) old value; 0: C is only written.
+    pub beta: f32,
+}
+
+/// Leading dimensions (elements between consecutive rows) and batch strides (elements between
+/// consecutive products) of a problem's three operands, as the tuner lays them out and the
+/// full-interface kernels take them. For gemv, B is x and C is y (vectors: ld 1).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Strides {
+    /// Leading dimension of A as stored.
+    pub lda: u64,
+    /// Leading dimension of B as stored.
+    pub ldb: u64,
+    /// Leading dimension of C.
+    pub ldc: u64,
+    /// Elements from one product's A to the next.
+    pub stride_a: u64,
+    /// Elements from one product's B (x) to the next.
+    pub stride_b: u64,
+    /// Elements from one product's C (y) to the next.
+    pub stride_c: u64,
 }
 
 impl Shape {
@@ -155,7 +387,10 @@ impl Shape {
             expected,
             example,
         };
-        let parts: Vec<&str> = text.split(['x', 'X']).map(str::trim).collect();
+        let mut tags = text.split(':');
+        let dims_text = tags.next().unwrap_or("");
+        let form = Self::parse_tags(op, text, tags)?;
+        let parts: Vec<&str> = dims_text.split(['x', 'X']).map(str::trim).collect();
         let names: &[char] = match (op, parts.len()) {
             (Op::Gemm, 3) | (Op::Gemv, 3) => &['M', 'N', 'K'],
             (Op::Gemv, 2) => &['M', 'K'],
@@ -201,11 +436,17 @@ impl Shape {
             dims.push(value);
         }
         let shape = match dims.as_slice() {
-            [m, k] => Shape { m: *m, n: 1, k: *k },
+            [m, k] => Shape {
+                m: *m,
+                n: 1,
+                k: *k,
+                form,
+            },
             [m, n, k] => Shape {
                 m: *m,
                 n: *n,
                 k: *k,
+                form,
             },
             _ => return Err(malformed()),
         };
@@ -219,11 +460,68 @@ impl Shape {
         Ok(shape)
     }
 
+    /// The form tags after the dimensions (`tags` yields the `:`-separated parts after them).
+    fn parse_tags<'t>(
+        op: Op,
+        text: &str,
+        tags: impl Iterator<Item = &'t str>,
+    ) -> Result<Form, ShapeError> {
+        let mut form = Form::PLAIN;
+        for tag in tags {
+            let t = tag.trim().to_ascii_lowercase();
+            if let Ok(layout) = Layout::parse(op, &t) {
+                form.layout = layout;
+            } else if t == "beta" {
+                form.beta = true;
+            } else if t == "alpha" {
+                form.scaled = true;
+            } else if t == "pad" || t == "padded" {
+                form.padded = true;
+            } else if let Some(digits) = t
+                .strip_prefix('b')
+                .filter(|d| !d.is_empty() && d.chars().all(|c| c.is_ascii_digit()))
+            {
+                match digits.parse::<u64>() {
+                    Ok(b) if (1..=MAX_BATCH).contains(&b) => form.batch = b,
+                    _ => {
+                        return Err(ShapeError::BadBatch {
+                            text: text.to_string(),
+                            value: digits.to_string(),
+                            max: MAX_BATCH,
+                        })
+                    }
+                }
+            } else {
+                return Err(ShapeError::BadTag {
+                    op,
+                    text: text.to_string(),
+                    tag: tag.to_string(),
+                });
+            }
+        }
+        Ok(form)
+    }
+
+    /// The same dimensions with another form.
+    pub fn with_form(self, form: Form) -> Shape {
+        Shape { form, ..self }
+    }
+
+    /// A plain-form shape from its dimensions, unchecked (tests and tables of known sizes).
+    pub const fn mnk(m: u64, n: u64, k: u64) -> Shape {
+        Shape {
+            m,
+            n,
+            k,
+            form: Form::PLAIN,
+        }
+    }
+
     /// A shape from its dimensions, checked like [`Shape::parse`] (no allocation unless it is
     /// rejected): every dimension at least 1, `n == 1` for gemv, every matrix within
-    /// [`MAX_MATRIX_ELEMENTS`].
+    /// [`MAX_MATRIX_ELEMENTS`]. The form is plain; [`Shape::with_form`] changes it.
     pub fn new(op: Op, m: u64, n: u64, k: u64) -> Result<Shape, ShapeError> {
-        let shape = Shape { m, n, k };
+        let shape = Shape::mnk(m, n, k);
         let text = || match op {
             Op::Gemm => format!("{m}x{n}x{k}"),
             Op::Gemv => format!("{m}x{n}x{k}"),
@@ -284,36 +582,112 @@ impl Shape {
         Ok(())
     }
 
-    /// The canonical text for `op`: `MxNxK` for gemm, `MxK` for gemv.
+    /// The canonical text for `op`: `MxNxK` for gemm, `MxK` for gemv, then the form's tags.
     pub fn label(&self, op: Op) -> String {
-        match op {
+        let dims = match op {
             Op::Gemm => format!("{}x{}x{}", self.m, self.n, self.k),
             Op::Gemv => format!("{}x{}", self.m, self.k),
-        }
+        };
+        dims + &self.form.tags(op)
     }
 
-    /// Floating-point operations (one FMA counts as two).
+    /// Just the dimensions, plain form: what distances between shapes are measured on.
+    pub fn dims(&self) -> Shape {
+        Shape::mnk(self.m, self.n, self.k)
+    }
+
+    /// Floating-point operations (one FMA counts as two), over the whole batch.
     pub fn flops(&self) -> f64 {
-        2.0 * self.m as f64 * self.n as f64 * self.k as f64
+        2.0 * self.m as f64 * self.n as f64 * self.k as f64 * self.form.batch as f64
     }
 
-    /// The fewest bytes the problem must move through device memory: every input read once,
-    /// every output written once.
-    pub fn min_bytes(&self, op: Op) -> f64 {
-        let (m, n, k) = (self.m as f64, self.n as f64, self.k as f64);
-        4.0 * match op {
-            Op::Gemm => m * k + k * n + m * n,
-            Op::Gemv => m * k + k + m,
+    /// Rows and columns of A, B (x) and C (y) as stored (row-major, before padding).
+    pub fn stored(&self, op: Op) -> [(u64, u64); 3] {
+        let (m, n, k) = (self.m, self.n, self.k);
+        let t = self.form.layout;
+        match op {
+            Op::Gemm => [
+                if t.trans_a() { (k, m) } else { (m, k) },
+                if t.trans_b() { (n, k) } else { (k, n) },
+                (m, n),
+            ],
+            Op::Gemv if t.trans_a() => [(m, k), (m, 1), (k, 1)],
+            Op::Gemv => [(m, k), (k, 1), (m, 1)],
         }
+    }
+
+    /// The leading dimensions and batch strides the tuner lays the problem out with: packed
+    /// rows, or padded ones (the row length rounded up past the next multiple of 64 floats:
+    /// at least one float of padding, rows 256-byte aligned); products one after the other.
+    /// Vectors (gemv's x and y) are never padded.
+    pub fn strides(&self, op: Op) -> Strides {
+        let [a, b, c] = self.stored(op);
+        let pad = |cols: u64| {
+            if self.form.padded {
+                (cols / 64 + 1) * 64
+            } else {
+                cols
+            }
+        };
+        let (lda, ldb, ldc) = match op {
+            Op::Gemm => (pad(a.1), pad(b.1), pad(c.1)),
+            Op::Gemv => (pad(a.1), 1, 1),
+        };
+        let len = |rows: u64, ld: u64, cols: u64| (rows - 1) * ld + cols;
+        Strides {
+            lda,
+            ldb,
+            ldc,
+            stride_a: len(a.0, lda, a.1),
+            stride_b: if op == Op::Gemv {
+                b.0
+            } else {
+                len(b.0, ldb, b.1)
+            },
+            stride_c: if op == Op::Gemv {
+                c.0
+            } else {
+                len(c.0, ldc, c.1)
+            },
+        }
+    }
+
+    /// The call the tuner makes for this problem: [`Shape::strides`], the batch, and alpha = 1,
+    /// beta = 0 for the plain form; otherwise alpha = 0.75 and beta = 0.5 when the form says
+    /// beta != 0 (0 when not), so validation sees both scalars applied.
+    pub fn tuning_call(&self, op: Op) -> Call {
+        let plain = self.form.is_plain();
+        Call {
+            strides: self.strides(op),
+            batch: self.form.batch,
+            alpha: if plain { 1.0 } else { 0.75 },
+            beta: if self.form.beta { 0.5 } else { 0.0 },
+        }
+    }
+
+    /// Elements of A, B (x) and C (y) the tuner allocates: every product of the batch.
+    pub fn lens(&self, op: Op) -> [u64; 3] {
+        let s = self.strides(op);
+        let b = self.form.batch;
+        [
+            s.stride_a.saturating_mul(b),
+            s.stride_b.saturating_mul(b),
+            s.stride_c.saturating_mul(b),
+        ]
+    }
+
+    /// The fewest bytes the problem must move through device memory: every input read once
+    /// (C too when beta != 0), every output written once.
+    pub fn min_bytes(&self, op: Op) -> f64 {
+        let [a, b, c] = self.stored(op);
+        let el = |d: (u64, u64)| d.0 as f64 * d.1 as f64;
+        let c_moves = if self.form.beta { 2.0 } else { 1.0 };
+        4.0 * self.form.batch as f64 * (el(a) + el(b) + c_moves * el(c))
     }
 
     /// Device memory the tuner allocates for the inputs and output, in bytes.
     pub fn buffer_bytes(&self, op: Op) -> u64 {
-        let (m, n, k) = (self.m, self.n, self.k);
-        4 * match op {
-            Op::Gemm => m * k + k * n + m * n,
-            Op::Gemv => m * k + k + m,
-        }
+        4 * self.lens(op).iter().sum::<u64>()
     }
 }
 
@@ -325,23 +699,15 @@ mod tests {
     fn parses_gemm_and_gemv_forms() {
         assert_eq!(
             Shape::parse(Op::Gemm, "2048x1024X512").unwrap(),
-            Shape {
-                m: 2048,
-                n: 1024,
-                k: 512
-            }
+            Shape::mnk(2048, 1024, 512)
         );
         assert_eq!(
             Shape::parse(Op::Gemv, "4096x100").unwrap(),
-            Shape {
-                m: 4096,
-                n: 1,
-                k: 100
-            }
+            Shape::mnk(4096, 1, 100)
         );
         assert_eq!(
             Shape::parse(Op::Gemv, "7x1x9").unwrap(),
-            Shape { m: 7, n: 1, k: 9 }
+            Shape::mnk(7, 1, 9)
         );
         assert_eq!(
             Shape::parse(Op::Gemm, " 3 x 5 x 7 ")
@@ -408,11 +774,7 @@ mod tests {
         ));
         assert_eq!(
             Shape::parse(Op::Gemv, "1x1073741824").unwrap(),
-            Shape {
-                m: 1,
-                n: 1,
-                k: MAX_DIM
-            }
+            Shape::mnk(1, 1, MAX_DIM)
         );
         assert!(matches!(
             Shape::new(Op::Gemm, 1, 1, MAX_DIM + 1),
@@ -420,6 +782,66 @@ mod tests {
         ));
         let msg = Shape::parse(Op::Gemm, "12").unwrap_err().to_string();
         assert!(msg.contains("MxNxK"), "{msg}");
+    }
+
+    #[test]
+    fn forms_parse_label_and_lay_out() {
+        let s = Shape::parse(Op::Gemm, "64x48x32:TN:b8:beta:pad").unwrap();
+        assert_eq!(
+            s.form,
+            Form {
+                layout: Layout::Tn,
+                padded: true,
+                beta: true,
+                scaled: false,
+                batch: 8
+            }
+        );
+        assert_eq!(s.label(Op::Gemm), "64x48x32:tn:b8:beta:pad");
+        assert_eq!(Shape::parse(Op::Gemm, &s.label(Op::Gemm)).unwrap(), s);
+        assert!(Shape::parse(Op::Gemm, "8x8x8").unwrap().form.is_plain());
+        // A is stored K x M for TN: lda pads M = 64 past the next multiple of 64.
+        let st = s.strides(Op::Gemm);
+        assert_eq!((st.lda, st.ldb, st.ldc), (128, 64, 64));
+        assert_eq!(st.stride_a, 31 * 128 + 64);
+        assert_eq!(st.stride_c, 63 * 64 + 48);
+        assert_eq!(s.lens(Op::Gemm)[0], 8 * st.stride_a);
+        assert_eq!(s.flops(), 2.0 * 64.0 * 48.0 * 32.0 * 8.0);
+        // Packed NT: B stored N x K.
+        let nt = Shape::parse(Op::Gemm, "64x48x32:nt").unwrap();
+        assert_eq!(nt.stored(Op::Gemm), [(64, 32), (48, 32), (64, 48)]);
+        let st = nt.strides(Op::Gemm);
+        assert_eq!((st.lda, st.ldb, st.ldc), (32, 32, 48));
+        // gemv: t is y = A^T x (x has M elements, y K).
+        let v = Shape::parse(Op::Gemv, "100x30:t:b2:alpha").unwrap();
+        assert_eq!(v.label(Op::Gemv), "100x30:t:b2:alpha");
+        assert_eq!(v.lens(Op::Gemv), [2 * 3000, 2 * 100, 2 * 30]);
+        assert!(v.form.scaled);
+        // Tuning calls: alpha 1, beta 0 for the plain form only.
+        let plain = Shape::mnk(4, 4, 4).tuning_call(Op::Gemm);
+        assert_eq!((plain.alpha, plain.beta), (1.0, 0.0));
+        let call = s.tuning_call(Op::Gemm);
+        assert_eq!((call.alpha, call.beta, call.batch), (0.75, 0.5, 8));
+        // Errors say what is accepted.
+        let e = Shape::parse(Op::Gemm, "8x8x8:xx").unwrap_err();
+        assert!(matches!(e, ShapeError::BadTag { .. }), "{e}");
+        assert!(e.to_string().contains("nn, nt, tn, tt"), "{e}");
+        assert!(matches!(
+            Shape::parse(Op::Gemm, "8x8x8:b0"),
+            Err(ShapeError::BadBatch { .. })
+        ));
+        assert!(matches!(
+            Shape::parse(Op::Gemm, "8x8x8:b99999999999"),
+            Err(ShapeError::BadBatch { .. })
+        ));
+        assert!(Shape::parse(Op::Gemv, "8x8:nt").is_err());
+        assert!(matches!(
+            Layout::parse(Op::Gemv, "tt"),
+            Err(ShapeError::UnknownLayout { .. })
+        ));
+        assert_eq!(Layout::parse(Op::Gemv, "T").unwrap(), Layout::Tn);
+        assert_eq!(Layout::Tn.name(Op::Gemv), "t");
+        assert_eq!(Layout::from_trans(true, true), Layout::Tt);
     }
 
     #[test]

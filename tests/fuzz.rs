@@ -209,17 +209,9 @@ fn databases_never_panic_and_what_parses_saves_and_predicts() {
     // The shipped file's coverage starts after its entries: mutate there too.
     let coverage_at = shipped.find("[[coverage]]").unwrap_or(0);
     let shapes = [
-        Shape {
-            m: 777,
-            n: 1333,
-            k: 555,
-        },
-        Shape { m: 1, n: 1, k: 1 },
-        Shape {
-            m: 65536,
-            n: 1,
-            k: 65536,
-        },
+        Shape::mnk(777, 1333, 555),
+        Shape::mnk(1, 1, 1),
+        Shape::mnk(65536, 1, 65536),
     ];
     for round in 0..300 * rounds() {
         let t = if round % 4 == 0 {

@@ -149,6 +149,44 @@ fn every_gemm_config_validates_on_awkward_shapes() {
     );
 }
 
+/// The families of the full interface (gemm_general, gemv_general) on every layout, with
+/// padded leading dimensions, beta != 0 and strided batches (one of more than 65535 products,
+/// past the grid's z limit), on awkward extents: every valid config must pass, and must leave
+/// the padding between C's rows alone.
+#[test]
+fn full_interface_families_validate_every_form() {
+    let Some(dev) = device() else { return };
+    let cat = Catalog::builtin().unwrap();
+    let mut gemm = Vec::new();
+    for l in ["nn", "nt", "tn", "tt"] {
+        for s in [
+            "1x1x1:{l}:beta",
+            "3x5x7:{l}:pad",
+            "33x65x129:{l}:beta:pad",
+            "130x7x1001:{l}:b3",
+            "2x3x5:{l}:b65537:beta",
+            "257x250x66:{l}:b2:pad",
+        ] {
+            gemm.push(s.replace("{l}", l));
+        }
+    }
+    let gemm: Vec<&str> = gemm.iter().map(String::as_str).collect();
+    validate_catalog(&dev, &cat, Op::Gemm, &gemm, &["gemm_general".into()]);
+    let gemv = [
+        "1x1:beta",
+        "1x1:t",
+        "3x5:t:beta:pad",
+        "33x4097:b3:beta",
+        "4097x33:t:b5",
+        "1000x999:t:pad",
+        "999x1000:pad",
+        "2x3:t:b65537",
+        "2x3:b65537:beta",
+        "20000x64:t:beta",
+    ];
+    validate_catalog(&dev, &cat, Op::Gemv, &gemv, &["gemv_general".into()]);
+}
+
 /// The GEMV-shaped gemm families offer configs only on shapes with few rows (gemm_small_m and
 /// its split, gemm_small_m_splitk) or
 /// few columns (gemm_small_n), and only tiles that fit the shape; their templates are correct
@@ -291,11 +329,7 @@ fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
     .unwrap();
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("faults.jsonl");
-    let shape = Shape {
-        m: 256,
-        n: 256,
-        k: 256,
-    };
+    let shape = Shape::mnk(256, 256, 256);
     let mut opts = TuneOptions {
         timing: TimingSettings::quick(),
         isolation: Some(WorkerSettings::new(common::bin())),
@@ -392,11 +426,7 @@ fn cross_isolates_faulting_winners() {
         "/tests/data/h200-db.toml"
     )))
     .unwrap();
-    let shape = Shape {
-        m: 256,
-        n: 256,
-        k: 256,
-    };
+    let shape = Shape::mnk(256, 256, 256);
     let mut db = Database::new();
     for fault in 0..=7 {
         let mut e = fixture.entries[0].clone();
@@ -971,6 +1001,7 @@ fn launch_twice(
             kern.launch,
             Op::Gemm,
             shape,
+            &shape.tuning_call(Op::Gemm),
             da,
             db,
             &mut out.as_view_mut(),

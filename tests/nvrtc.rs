@@ -27,8 +27,8 @@ use std::path::{Path, PathBuf};
 /// The shapes each op's families are compiled for: a square one, and for gemm shapes with few
 /// rows or few columns, where the GEMV-shaped families (gemm_small_m, gemm_small_n) offer
 /// their spaces (16x2048x16: the one-warp blocks gemm_small_m keeps for K < 32). A kernel's
-/// source does not depend on the shape, so the dry run compiles each config once, whatever the
-/// number of shapes that plan it.
+/// source does not depend on the shape (but for the full-interface families' layout), so the
+/// dry run compiles each config once, whatever the number of shapes that plan it.
 fn shapes_for(op: Op) -> &'static [&'static str] {
     match op {
         Op::Gemm => &[
@@ -36,8 +36,11 @@ fn shapes_for(op: Op) -> &'static [&'static str] {
             "16x2048x2048",
             "2048x16x2048",
             "16x2048x16",
+            // The full-interface families compile per layout: TT has the loaders NN lacks (A
+            // stored K x M, B stored N x K), so NN and TT compile every copy path.
+            "2048x2048x2048:tt:beta",
         ],
-        Op::Gemv => &["4096x4096"],
+        Op::Gemv => &["4096x4096", "4096x4096:t:b4"],
     }
 }
 

@@ -55,6 +55,22 @@ struct Args {
     /// Operation: gemm or gemv (default gemm; a suite names its own).
     #[arg(long)]
     op: Option<String>,
+    /// Operand layouts of --shape, row-major convention (first letter A, second B; t =
+    /// stored transposed): nn (default), nt, tn, tt; gemv: n or t (y = A^T x). A suite's
+    /// shapes name their own (e.g. "512x512x64:tn:b32:beta").
+    #[arg(long, requires = "shape")]
+    layout: Option<String>,
+    /// Strided batch of --shape: this many products in one call (default 1).
+    #[arg(long, requires = "shape")]
+    batch: Option<u64>,
+    /// Beta of --shape: C = alpha op(A) op(B) + beta C; any non-zero value reads C (tuned with
+    /// beta = 0.5). Default 0.
+    #[arg(long, requires = "shape")]
+    beta: Option<f64>,
+    /// Padded leading dimensions for --shape (rows rounded up past the next multiple of 64
+    /// floats) instead of packed ones.
+    #[arg(long, requires = "shape")]
+    padded: bool,
     /// CUDA device ordinal.
     #[arg(long, default_value_t = 0)]
     device: usize,
@@ -537,7 +553,7 @@ fn best(a: &BestArgs) -> Result<()> {
             })?;
         println!(
             "launch {}: grid {:?}, block {:?}, dynamic shared memory {} B{}{}{}",
-            family.kernel_name(&config),
+            family.kernel_name_for(&config, shape),
             l.grid,
             l.block,
             l.dynamic_shared_bytes,

@@ -48,6 +48,34 @@ pub(super) fn worker() -> ! {
     std::process::exit(code)
 }
 
+/// `shape` with the form the flags `--layout`, `--batch`, `--beta` and `--padded` give it (each
+/// overrides the shape's own tag).
+fn with_form_args(args: &Args, op: Op, shape: Shape) -> Result<Shape> {
+    let mut form = shape.form;
+    if let Some(l) = &args.layout {
+        form.layout = autotune::problem::Layout::parse(op, l)?;
+    }
+    if let Some(b) = args.batch {
+        if !(1..=autotune::problem::MAX_BATCH).contains(&b) {
+            bail!(
+                "--batch {b}: the batch count must be between 1 and {}",
+                autotune::problem::MAX_BATCH
+            );
+        }
+        form.batch = b;
+    }
+    if let Some(beta) = args.beta {
+        if !beta.is_finite() {
+            bail!("--beta {beta}: give a finite number (0: C is only written)");
+        }
+        form.beta = beta != 0.0;
+    }
+    if args.padded {
+        form.padded = true;
+    }
+    Ok(shape.with_form(form))
+}
+
 /// Tunes the shapes of `--shape` or `--suite` (or compiles them, with `--dry-run`).
 pub(super) fn run(args: &Args) -> Result<()> {
     let (op, shapes) = match (&args.suite, &args.shape) {
@@ -67,7 +95,10 @@ pub(super) fn run(args: &Args) -> Result<()> {
         }
         (None, Some(shape)) => {
             let op: Op = args.op.as_deref().unwrap_or("gemm").parse()?;
-            (op, vec![Shape::parse(op, shape)?])
+            (
+                op,
+                vec![with_form_args(args, op, Shape::parse(op, shape)?)?],
+            )
         }
         (None, None) => bail!("give --shape MxNxK (or MxK for gemv) or --suite FILE"),
     };

@@ -13,14 +13,15 @@
 //! launches such a kernel twice on it, checking both outputs, so a kernel that breaks that
 //! promise fails instead of being timed on a dirty workspace.
 
+use crate::cuda::cublas_lib::Batch;
 use crate::cuda::cublas_lib::{self, Blas, GemmParams, GemvParams, MathMode, Transpose};
 use crate::cuda::device::{Device, DeviceError, DriverContext};
 use crate::cuda::nvrtc::Compiled;
-use crate::family::space::{Launch, WorkspaceZero};
+use crate::family::space::{Interface, Launch, WorkspaceZero};
 use crate::measure::outcome::{Failure, Measured, Stage};
 use crate::measure::timing::{Stats, TimingSettings};
 use crate::measure::verify;
-use crate::problem::{Op, Shape};
+use crate::problem::{Call, Op, Shape};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{
     CudaContext, CudaEvent, CudaFunction, CudaSlice, CudaStream, CudaViewMut, DevicePtrMut,
@@ -162,6 +163,12 @@ pub struct Bench<'d> {
     workspace: Option<CudaSlice<u8>>,
     reference: Vec<f64>,
     bound: Vec<f64>,
+    /// The full interface's arguments of this problem ([`Shape::tuning_call`]).
+    call: Call,
+    /// For a problem of another form than the plain one: the output as it is before each
+    /// validation (C's old values where beta reads them, NaN where it does not, canaries in
+    /// the padding between rows). Empty for the plain form (the output is NaN-poisoned).
+    before: Vec<f32>,
     blas: Blas,
     events: Vec<(CudaEvent, CudaEvent)>,
     settings: TimingSettings,
@@ -174,7 +181,7 @@ impl<'d> Bench<'d> {
     pub fn memory_needed(dev: &Device, op: Op, shape: Shape) -> u64 {
         let buffers = shape.buffer_bytes(op);
         let flush = 2 * dev.info.l2_bytes;
-        let gpu_ref = if op == Op::Gemm && shape.m * shape.n * shape.k > CPU_REFERENCE_MAX_MACS {
+        let gpu_ref = if op == Op::Gemm && gpu_reference(shape) {
             2 * buffers
         } else {
             0
@@ -210,13 +217,22 @@ impl<'d> Bench<'d> {
         // Before allocating anything: no cuBLAS, no baseline (AUTOTUNE_CUBLAS chooses it).
         cublas_lib::get()?;
         let (m, n, k) = (shape.m as usize, shape.n as usize, shape.k as usize);
-        let a_host = verify::random_values(m * k, seed, 0);
-        let b_host = verify::random_values(k * n, seed, 1);
+        let call = shape.tuning_call(op);
+        let plain = shape.form.is_plain();
+        // Fits: check_fits saw the buffers in device memory.
+        let [a_len, b_len, c_len] = shape.lens(op).map(|l| l as usize);
+        let a_host = verify::random_values(a_len, seed, 0);
+        let b_host = verify::random_values(b_len, seed, 1);
+        let before = if plain {
+            Vec::new()
+        } else {
+            output_before(op, shape, &call, seed, c_len)
+        };
         let s = &dev.stream;
         let a = s.clone_htod(&a_host).during("uploading A")?;
         let b = s.clone_htod(&b_host).during("uploading B")?;
-        let mut canaries = vec![f32::from_bits(CANARY); m * n + 2 * GUARD];
-        canaries[GUARD..GUARD + m * n].fill(0.0);
+        let mut canaries = vec![f32::from_bits(CANARY); c_len + 2 * GUARD];
+        canaries[GUARD..GUARD + c_len].fill(0.0);
         let out = s.clone_htod(&canaries).during("allocating the output")?;
         let flush = if settings.flush_l2 && dev.info.l2_bytes > 0 {
             Some(
@@ -228,6 +244,12 @@ impl<'d> Bench<'d> {
         };
         let blas = fp32_blas(s)?;
         let (reference, bound) = match op {
+            _ if !(plain || op == Op::Gemm && gpu_reference(shape)) => {
+                verify::general_reference(op, shape, &call, &a_host, &b_host, &before)
+            }
+            _ if !plain => {
+                gpu_general_reference(dev, &blas, shape, &call, &a_host, &b_host, &before)?
+            }
             Op::Gemv => verify::gemv_reference(m, k, &a_host, &b_host),
             Op::Gemm if shape.m * shape.n * shape.k <= CPU_REFERENCE_MAX_MACS => {
                 verify::gemm_reference(m, n, k, &a_host, &b_host)
@@ -254,6 +276,8 @@ impl<'d> Bench<'d> {
             workspace: None,
             reference,
             bound,
+            call,
+            before,
             blas,
             events,
             settings,
@@ -334,9 +358,9 @@ impl<'d> Bench<'d> {
         let mut out = self.out.slice_mut(GUARD..GUARD + len);
         match work {
             // SAFETY (both calls): a, b and out were allocated for this shape.
-            Work::Cublas => {
-                cublas_call(&self.blas, self.op, self.shape, &self.a, &self.b, &mut out)
-            }
+            Work::Cublas => cublas_call(
+                &self.blas, self.op, self.shape, &self.call, &self.a, &self.b, &mut out,
+            ),
             Work::Kernel(kern) => {
                 let mut ws = self.workspace.as_mut().map(|w| w.as_view_mut());
                 launch(
@@ -345,6 +369,7 @@ impl<'d> Bench<'d> {
                     kern.launch,
                     self.op,
                     self.shape,
+                    &self.call,
                     &self.a,
                     &self.b,
                     &mut out,
@@ -403,8 +428,15 @@ impl<'d> Bench<'d> {
             Work::Cublas => "cuBLAS".to_string(),
             Work::Kernel(k) => k.name.clone(),
         };
-        // Poison with NaN (all bits set) so unwritten elements fail.
-        {
+        // Poison with NaN (all bits set) so unwritten elements fail; a problem of another
+        // form starts from its `before` image instead (C's old values, canaries in padding).
+        if !self.before.is_empty() {
+            let mut out = self.out.slice_mut(GUARD..GUARD + self.before.len());
+            self.dev
+                .stream
+                .memcpy_htod(&self.before, &mut out)
+                .during("writing the output's old values")?;
+        } else {
             let s = &self.dev.stream;
             let len = self.out.len() - 2 * GUARD;
             let mut out = self.out.slice_mut(GUARD..GUARD + len);
@@ -450,6 +482,23 @@ impl<'d> Bench<'d> {
             self.shape.n as usize
         } else {
             1
+        };
+        let logical;
+        let out = if self.before.is_empty() {
+            out
+        } else {
+            let (values, padding_kept) =
+                verify::logical_output(self.op, self.shape, &self.call, out, &self.before);
+            if !padding_kept {
+                return Ok(Err(Failure {
+                    stage: Stage::Validate,
+                    reason:
+                        "wrote into the padding between the output's rows (past ldc's row length)"
+                            .into(),
+                }));
+            }
+            logical = values;
+            &logical[..]
         };
         Ok(
             verify::compare(out, &self.reference, &self.bound, cols, self.tolerance).map_err(|m| {
@@ -629,12 +678,21 @@ pub fn launch(
     launch: Launch,
     op: Op,
     shape: Shape,
+    call: &Call,
     a: &CudaSlice<f32>,
     b: &CudaSlice<f32>,
     out: &mut CudaViewMut<'_, f32>,
     workspace: Option<&mut CudaViewMut<'_, u8>>,
 ) -> Result<(), String> {
     let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
+    let full = FullArgs::of(call)?;
+    if launch.interface == Interface::Plain && !shape.form.is_plain() {
+        return Err(format!(
+            "{}: {}",
+            shape.label(op),
+            crate::family::space::PLAIN_ONLY
+        ));
+    }
     let mut workspace = match (launch.workspace_bytes, workspace) {
         (None, _) => None,
         (Some(need), Some(w)) if w.len() as u64 >= need => Some(w),
@@ -676,6 +734,20 @@ pub fn launch(
         }
     }
     lb.arg(a).arg(b).arg(out);
+    if launch.interface == Interface::Full {
+        match op {
+            Op::Gemm => {
+                lb.arg(&full.lda).arg(&full.ldb).arg(&full.ldc);
+            }
+            Op::Gemv => {
+                lb.arg(&full.lda);
+            }
+        }
+        lb.arg(&full.stride_a)
+            .arg(&full.stride_b)
+            .arg(&full.stride_c);
+        lb.arg(&full.batch).arg(&full.alpha).arg(&full.beta);
+    }
     if let Some(w) = workspace {
         lb.arg(w);
     }
@@ -685,6 +757,78 @@ pub fn launch(
     unsafe { lb.launch(cfg) }
         .map(|_| ())
         .map_err(|e| format!("launch {launch:?}: {e:?}"))
+}
+
+/// [`Call`] as the full-interface kernels take it (`int` leading dimensions and batch, `long
+/// long` strides).
+struct FullArgs {
+    lda: i32,
+    ldb: i32,
+    ldc: i32,
+    stride_a: i64,
+    stride_b: i64,
+    stride_c: i64,
+    batch: i32,
+    alpha: f32,
+    beta: f32,
+}
+
+impl FullArgs {
+    fn of(call: &Call) -> Result<FullArgs, String> {
+        let s = &call.strides;
+        let int = |what: &str, v: u64| {
+            i32::try_from(v).map_err(|_| format!("{what} = {v} does not fit the kernels' int"))
+        };
+        let long = |what: &str, v: u64| {
+            i64::try_from(v)
+                .map_err(|_| format!("{what} = {v} does not fit the kernels' long long"))
+        };
+        Ok(FullArgs {
+            lda: int("lda", s.lda)?,
+            ldb: int("ldb", s.ldb)?,
+            ldc: int("ldc", s.ldc)?,
+            stride_a: long("strideA", s.stride_a)?,
+            stride_b: long("strideB", s.stride_b)?,
+            stride_c: long("strideC", s.stride_c)?,
+            batch: int("batch", call.batch)?,
+            alpha: call.alpha,
+            beta: call.beta,
+        })
+    }
+}
+
+/// Whether the float64 reference of a gemm problem is computed on the GPU (too many
+/// multiply-adds for the CPU).
+fn gpu_reference(shape: Shape) -> bool {
+    shape
+        .m
+        .saturating_mul(shape.n)
+        .saturating_mul(shape.k)
+        .saturating_mul(shape.form.batch)
+        > CPU_REFERENCE_MAX_MACS
+}
+
+/// The output's image before a validation of a problem of another form than the plain one:
+/// C's old values (seeded) where beta reads them, NaN where it does not (so unwritten
+/// elements fail), [`CANARY`] in the padding between rows (so writes there are caught).
+fn output_before(op: Op, shape: Shape, call: &Call, seed: u64, len: usize) -> Vec<f32> {
+    let mut v = if shape.form.beta {
+        verify::random_values(len, seed, 2)
+    } else {
+        vec![f32::from_bits(u32::MAX); len]
+    };
+    let [_, _, (rows, cols)] = shape.stored(op);
+    let (rows, cols) = (rows as usize, cols as usize);
+    let (ldc, stride) = (call.strides.ldc as usize, call.strides.stride_c as usize);
+    if ldc > cols {
+        for bi in 0..call.batch as usize {
+            for i in 0..rows.saturating_sub(1) {
+                let row = bi * stride + i * ldc;
+                v[row + cols..row + ldc].fill(f32::from_bits(CANARY));
+            }
+        }
+    }
+    v
 }
 
 /// Where a kernel wrote outside its output: the first changed canary before or after it.
@@ -711,22 +855,110 @@ pub fn fp32_blas(stream: &Arc<CudaStream>) -> Result<Blas, RunError> {
     Ok(blas)
 }
 
-/// cuBLAS computing `op` on `shape` (row-major, as the kernels do) on the handle's stream:
-/// `out = a b` for gemm, `out = a x` (x = `b`) for gemv. The caller has checked every
-/// buffer's length against the shape.
+/// cuBLAS computing `op` on `shape` (row-major, as the kernels do) on the handle's stream,
+/// laid out as `call` says: `out = alpha op(a) op(b) + beta out` for gemm, `out = alpha op(a)
+/// x + beta out` (x = `b`) for gemv, strided batched when the batch has more than one
+/// product. The caller has checked every buffer's length against the shape and call.
 pub fn cublas_call(
     blas: &Blas,
     op: Op,
     shape: Shape,
+    call: &Call,
     a: &CudaSlice<f32>,
     b: &CudaSlice<f32>,
     out: &mut CudaViewMut<'_, f32>,
 ) -> Result<(), String> {
+    if shape.form.is_plain() {
+        return match op {
+            Op::Gemm => blas.gemm(&row_major_gemm(shape, 1.0f32), b, a, out),
+            Op::Gemv => blas.sgemv(&row_major_gemv(shape), a, b, out),
+        }
+        .map_err(|e| e.to_string());
+    }
+    let batch = cublas_batch(op, call)?;
     match op {
-        Op::Gemm => blas.gemm(&row_major_gemm(shape, 1.0f32), b, a, out),
-        Op::Gemv => blas.sgemv(&row_major_gemv(shape), a, b, out),
+        Op::Gemm => {
+            let p = general_gemm(shape, call, call.alpha, call.beta)?;
+            if call.batch == 1 {
+                blas.gemm(&p, b, a, out)
+            } else {
+                blas.gemm_strided_batched(&p, &batch, b, a, out)
+            }
+        }
+        Op::Gemv => {
+            let p = general_gemv(shape, call)?;
+            if call.batch == 1 {
+                blas.sgemv(&p, a, b, out)
+            } else {
+                blas.sgemv_strided_batched(&p, &batch, a, b, out)
+            }
+        }
     }
     .map_err(|e| e.to_string())
+}
+
+/// cuBLAS's batch of `call`: for gemm cuBLAS's A is our B, so the strides of A and B swap
+/// (see [`general_gemm`]); for gemv they stay (A, x, y).
+fn cublas_batch(op: Op, call: &Call) -> Result<Batch, String> {
+    let f = FullArgs::of(call)?;
+    let (stride_a, stride_b) = match op {
+        Op::Gemm => (f.stride_b, f.stride_a),
+        Op::Gemv => (f.stride_a, f.stride_b),
+    };
+    Ok(Batch {
+        stride_a,
+        stride_b,
+        stride_c: f.stride_c,
+        count: f.batch,
+    })
+}
+
+/// cuBLAS's configuration for row-major `C = alpha op(A) op(B) + beta C` laid out by `call`
+/// (see [`crate::problem`] for the mapping): cuBLAS's first matrix is our B, its second our A,
+/// with the same transpose letters and leading dimensions. The batch's strides follow the
+/// same swap ([`cublas_batch`]).
+pub fn general_gemm<T>(
+    shape: Shape,
+    call: &Call,
+    alpha: T,
+    beta: T,
+) -> Result<GemmParams<T>, String> {
+    let f = FullArgs::of(call)?;
+    let t = |yes: bool| if yes { Transpose::T } else { Transpose::N };
+    let l = shape.form.layout;
+    Ok(GemmParams {
+        transa: t(l.trans_b()),
+        transb: t(l.trans_a()),
+        m: shape.n as i32,
+        n: shape.m as i32,
+        k: shape.k as i32,
+        alpha,
+        lda: f.ldb,
+        ldb: f.lda,
+        beta,
+        ldc: f.ldc,
+    })
+}
+
+/// cuBLAS's configuration for `y = alpha op(A) x + beta y` with row-major A (`M x K`, leading
+/// dimension `lda`): column-major that is A^T (`K x M`), so `y = A x` is cuBLAS's `T` and `y
+/// = A^T x` its `N`.
+pub fn general_gemv(shape: Shape, call: &Call) -> Result<GemvParams, String> {
+    let f = FullArgs::of(call)?;
+    Ok(GemvParams {
+        trans: if shape.form.layout.trans_a() {
+            Transpose::N
+        } else {
+            Transpose::T
+        },
+        m: shape.k as i32,
+        n: shape.m as i32,
+        alpha: call.alpha,
+        lda: f.lda,
+        incx: 1,
+        beta: call.beta,
+        incy: 1,
+    })
 }
 
 /// cuBLAS's configuration for row-major `C (M x N) = A (M x K) B (K x N)` with `beta = 0`.
@@ -793,6 +1025,67 @@ fn gpu_dgemm_reference(
     Ok((reference, bound))
 }
 
+/// Float64 reference on the GPU of a gemm of any form (cuBLAS DGEMM, strided batched): the
+/// compact values (product by product, row by row), then the bounds from |alpha| |A| |B| +
+/// |beta C|.
+fn gpu_general_reference(
+    dev: &Device,
+    blas: &Blas,
+    shape: Shape,
+    call: &Call,
+    a: &[f32],
+    b: &[f32],
+    before: &[f32],
+) -> Result<(Vec<f64>, Vec<f64>), RunError> {
+    let s = &dev.stream;
+    let bad = |message: String| RunError::Cublas {
+        what: "float64 reference",
+        message,
+    };
+    let batch = cublas_batch(Op::Gemm, call).map_err(bad)?;
+    let run = |abs: bool| -> Result<Vec<f64>, RunError> {
+        let up = |v: &[f32]| -> Vec<f64> {
+            v.iter()
+                .map(|&x| {
+                    let x = if x.is_finite() { x as f64 } else { 0.0 };
+                    if abs {
+                        x.abs()
+                    } else {
+                        x
+                    }
+                })
+                .collect()
+        };
+        let (alpha, beta) = (call.alpha as f64, call.beta as f64);
+        let (alpha, beta) = if abs {
+            (alpha.abs(), beta.abs())
+        } else {
+            (alpha, beta)
+        };
+        let p = general_gemm(shape, call, alpha, beta).map_err(bad)?;
+        let a64 = s.clone_htod(&up(a)).during("uploading float64 A")?;
+        let b64 = s.clone_htod(&up(b)).during("uploading float64 B")?;
+        let mut c64 = s.clone_htod(&up(before)).during("uploading float64 C")?;
+        blas.gemm_strided_batched(&p, &batch, &b64, &a64, &mut c64)?;
+        let full: Vec<f64> = s.clone_dtoh(&c64).during("downloading the reference")?;
+        // Compact, as the CPU reference orders it.
+        let [_, _, (rows, cols)] = shape.stored(Op::Gemm);
+        let (rows, cols) = (rows as usize, cols as usize);
+        let (ldc, stride) = (call.strides.ldc as usize, call.strides.stride_c as usize);
+        let mut out = Vec::with_capacity(call.batch as usize * rows * cols);
+        for bi in 0..call.batch as usize {
+            for i in 0..rows {
+                let row = bi * stride + i * ldc;
+                out.extend_from_slice(&full[row..row + cols]);
+            }
+        }
+        Ok(out)
+    };
+    let reference = run(false)?;
+    let bound = run(true)?;
+    Ok((reference, bound))
+}
+
 /// Measures device-to-device copy bandwidth in GB/s (bytes read plus bytes written), the
 /// practical ceiling of a memory-bound kernel: median of 10 copies of up to 1 GiB.
 pub fn copy_bandwidth_gbs(dev: &Device) -> Result<f64, RunError> {
@@ -835,12 +1128,12 @@ mod tests {
     #[test]
     fn row_major_configs_swap_to_column_major() {
         // Row-major C (3 x 5) = A (3 x 7) B (7 x 5) is column-major C^T (5 x 3) = B^T A^T.
-        let g = row_major_gemm(Shape { m: 3, n: 5, k: 7 }, 1.0f32);
+        let g = row_major_gemm(Shape::mnk(3, 5, 7), 1.0f32);
         assert_eq!((g.m, g.n, g.k), (5, 3, 7));
         assert_eq!((g.lda, g.ldb, g.ldc), (5, 7, 5));
         assert_eq!((g.alpha, g.beta), (1.0, 0.0));
         // Row-major A (3 x 7) is column-major A^T (7 x 3), used transposed.
-        let v = row_major_gemv(Shape { m: 3, n: 1, k: 7 });
+        let v = row_major_gemv(Shape::mnk(3, 1, 7));
         assert_eq!((v.m, v.n, v.lda), (7, 3, 7));
         assert_eq!(v.trans, Transpose::T);
         assert_eq!((v.alpha, v.beta, v.incx, v.incy), (1.0, 0.0, 1, 1));

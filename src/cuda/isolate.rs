@@ -575,7 +575,7 @@ mod tests {
             WorkerSettings::new("autotune".into()),
             0,
             Op::Gemm,
-            Shape { m: 8, n: 8, k: 8 },
+            Shape::mnk(8, 8, 8),
             1,
             TimingSettings::default(),
         );
@@ -592,7 +592,7 @@ mod tests {
             WorkerSettings::new("/nonexistent/autotune".into()),
             0,
             Op::Gemm,
-            Shape { m: 8, n: 8, k: 8 },
+            Shape::mnk(8, 8, 8),
             1,
             TimingSettings::quick(),
         );

@@ -51,6 +51,7 @@ pub(super) const ENTRY_FIELDS: &[&str] = &[
     "m",
     "n",
     "k",
+    "form",
     "family",
     "kernel",
     "params",
@@ -450,15 +451,7 @@ mod tests {
         let loaded = Database::from_toml_str(&text, "mem").unwrap();
         for (i, v) in values.iter().enumerate() {
             let got = loaded
-                .get(
-                    "G",
-                    Op::Gemm,
-                    Shape {
-                        m: i as u64 + 1,
-                        n: 1,
-                        k: 1,
-                    },
-                )
+                .get("G", Op::Gemm, Shape::mnk(i as u64 + 1, 1, 1))
                 .unwrap()
                 .max_rel_error;
             assert_eq!(got.to_bits(), v.to_bits(), "{v:?} came back as {got:?}");
@@ -503,6 +496,7 @@ mod tests {
         e.deterministic = Some(true);
         e.produced_by = Some(producer("h", 0, Some("0/1")));
         e.also_measured = vec![Measurement::of(&e, "other.toml")];
+        e.form.beta = true;
         let t = toml::Table::try_from(&e).unwrap();
         for k in t.keys() {
             assert!(ENTRY_FIELDS.contains(&k.as_str()), "ENTRY_FIELDS lacks {k}");
@@ -595,7 +589,7 @@ also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, f
         db.entries[0].deterministic = Some(true);
         db.entries[1].deterministic = Some(false);
         let text = db.to_toml_string().unwrap();
-        assert!(text.contains("schema_version = 3\n"), "{text}");
+        assert!(text.contains("schema_version = 4\n"), "{text}");
         // Right after the checksum, a plain key = value line.
         assert!(
             text.contains(&format!(
@@ -615,7 +609,7 @@ also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, f
         let v2 =
             old.to_toml_string()
                 .unwrap()
-                .replacen("schema_version = 3", "schema_version = 2", 1);
+                .replacen("schema_version = 4", "schema_version = 2", 1);
         assert!(!v2.contains("deterministic"), "{v2}");
         let db = Database::from_toml_str(&v2, "v2.toml").unwrap();
         assert_eq!(db.schema_version, 2);
@@ -634,7 +628,7 @@ also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, f
         assert!(db
             .to_toml_string()
             .unwrap()
-            .contains("schema_version = 3\n"));
+            .contains("schema_version = 4\n"));
     }
 
     #[test]
@@ -749,7 +743,7 @@ also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, f
     fn coverage_round_trips_byte_for_byte_with_one_point_per_line() {
         let db = coverage_db();
         let text = db.to_toml_string().unwrap();
-        assert!(text.contains("schema_version = 3\n"), "{text}");
+        assert!(text.contains("schema_version = 4\n"), "{text}");
         assert!(
             text.contains("\n[[coverage]]\ngpu = \"NVIDIA H100 80GB HBM3\"\nop = \"gemm\"\n"),
             "{text}"

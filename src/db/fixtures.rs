@@ -33,6 +33,7 @@ pub(super) fn entry(gpu: &str, op: Op, shape: &str, median_ms: f64) -> Entry {
         m: s.m,
         n: s.n,
         k: s.k,
+        form: s.form,
         family: "gemm_tile2d".to_string(),
         kernel: "gemm_tile2d_128_64_8".to_string(),
         params,

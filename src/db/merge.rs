@@ -7,7 +7,7 @@
 use super::codec::GPU_FIELDS;
 use super::{Database, DbError, Measurement, SCHEMA_VERSION};
 use crate::fileio::WriteLock;
-use crate::problem::Op;
+use crate::problem::{Form, Op};
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
@@ -219,7 +219,7 @@ fn check_mergeable(
 
 /// How many keys more than one of `inputs` holds.
 fn keys_in_several(inputs: &[(&str, &Database)]) -> usize {
-    let mut holders: BTreeMap<(&str, Op, u64, u64, u64), usize> = BTreeMap::new();
+    let mut holders: BTreeMap<(&str, Op, u64, u64, u64, Form), usize> = BTreeMap::new();
     for (_, db) in inputs {
         for e in &db.entries {
             *holders.entry(e.key_ref()).or_default() += 1;
@@ -229,7 +229,7 @@ fn keys_in_several(inputs: &[(&str, &Database)]) -> usize {
 }
 
 /// The key of an entry, owned.
-type EntryKey = (String, Op, u64, u64, u64);
+type EntryKey = (String, Op, u64, u64, u64, Form);
 
 impl Database {
     /// Merges `other` (named `source` in messages and in

@@ -4,7 +4,7 @@
 //! Layout of the file:
 //!
 //! ```toml
-//! schema_version = 3
+//! schema_version = 4
 //!
 //! [[gpu]]
 //! name = "NVIDIA H100 80GB HBM3"
@@ -213,7 +213,7 @@ impl Database {
     pub fn get(&self, gpu: &str, op: Op, shape: Shape) -> Option<&Entry> {
         self.entries
             .iter()
-            .find(|e| e.key_ref() == (gpu, op, shape.m, shape.n, shape.k))
+            .find(|e| e.key_ref() == (gpu, op, shape.m, shape.n, shape.k, shape.form))
     }
 
     /// The record of the GPU named `name`.
@@ -298,7 +298,7 @@ mod tests {
         let db = sample_db();
         db.save(&path).unwrap();
         let text = fs::read_to_string(&path).unwrap();
-        assert!(text.contains("schema_version = 3\n"), "{text}");
+        assert!(text.contains("schema_version = 4\n"), "{text}");
         assert!(text.contains("\n[[gpu]]\n"), "{text}");
         assert!(text.contains("\n[[entry]]\n"), "{text}");
         assert!(
@@ -317,15 +317,7 @@ mod tests {
         let mut db = sample_db();
         let before = db.entries.len();
         let other = db
-            .get(
-                "NVIDIA A100-SXM4-40GB",
-                Op::Gemm,
-                Shape {
-                    m: 512,
-                    n: 256,
-                    k: 128,
-                },
-            )
+            .get("NVIDIA A100-SXM4-40GB", Op::Gemm, Shape::mnk(512, 256, 128))
             .unwrap()
             .clone();
         let mut newer = entry("NVIDIA H100 80GB HBM3", Op::Gemm, "2048x2048x2048", 0.39);
@@ -344,15 +336,7 @@ mod tests {
             Some(&other)
         );
         assert!(db
-            .get(
-                "NVIDIA H100 80GB HBM3",
-                Op::Gemv,
-                Shape {
-                    m: 4096,
-                    n: 1,
-                    k: 4096
-                }
-            )
+            .get("NVIDIA H100 80GB HBM3", Op::Gemv, Shape::mnk(4096, 1, 4096))
             .is_some());
         // A new key is added.
         assert!(db
@@ -384,11 +368,7 @@ mod tests {
                 .get(
                     "NVIDIA H100 80GB HBM3",
                     Op::Gemm,
-                    Shape {
-                        m: 2048,
-                        n: 2048,
-                        k: 2048
-                    }
+                    Shape::mnk(2048, 2048, 2048)
                 )
                 .unwrap()
                 .median_ms,

@@ -1,15 +1,16 @@
 //! What the database records: the GPUs ([`GpuRecord`]), the best configuration per GPU x op x
 //! shape ([`Entry`]) and where each measurement came from ([`Producer`], [`Measurement`]).
 
-use crate::problem::{Op, Shape};
+use crate::problem::{Form, Op, Shape};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
 /// The newest file layout this build reads, and the one it writes. Version 2 added
-/// `[[coverage]]` ([`Coverage`]), version 3 [`Entry::deterministic`]; files of versions 1 and 2
-/// (no coverage, no `deterministic`) still load.
-pub const SCHEMA_VERSION: u32 = 3;
+/// `[[coverage]]` ([`Coverage`]), version 3 [`Entry::deterministic`], version 4 [`Entry::form`]
+/// (layouts, padded leading dimensions, beta, batch); older files (no coverage, no
+/// `deterministic`, no `form`: every entry of the plain form) still load.
+pub const SCHEMA_VERSION: u32 = 4;
 
 /// One GPU the database holds results for (key: `name`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -50,6 +51,12 @@ pub struct Entry {
     pub n: u64,
     /// The reduction length.
     pub k: u64,
+    /// The problem's form beyond its dimensions (layouts, padded leading dimensions, beta,
+    /// batch), part of the key; absent for the plain form (and from files before schema
+    /// version 4, whose entries are all plain). Written as an inline table, e.g.
+    /// `form = { layout = "tn", padded = false, beta = true, batch = 32 }`.
+    #[serde(default, skip_serializing_if = "Form::is_plain")]
+    pub form: Form,
     /// The kernel family, e.g. `"gemm_tile2d"`.
     pub family: String,
     /// The name of the instantiated kernel.
@@ -113,13 +120,9 @@ pub struct Entry {
 }
 
 impl Entry {
-    /// The problem shape, from `m`, `n`, `k`.
+    /// The problem, from `m`, `n`, `k` and `form`.
     pub fn shape(&self) -> Shape {
-        Shape {
-            m: self.m,
-            n: self.n,
-            k: self.k,
-        }
+        Shape::mnk(self.m, self.n, self.k).with_form(self.form)
     }
 
     /// Whether the entry's kernel is deterministic: as recorded, else (an entry written
@@ -129,14 +132,21 @@ impl Entry {
         self.deterministic.or_else(|| family_says(&self.family))
     }
 
-    /// The key identifying the entry in a database: `(gpu, op, m, n, k)`.
-    pub fn key(&self) -> (String, Op, u64, u64, u64) {
-        (self.gpu.clone(), self.op, self.m, self.n, self.k)
+    /// The key identifying the entry in a database: `(gpu, op, m, n, k, form)`.
+    pub fn key(&self) -> (String, Op, u64, u64, u64, Form) {
+        (self.gpu.clone(), self.op, self.m, self.n, self.k, self.form)
     }
 
     /// The key, borrowed, for sorting and lookups.
-    pub(super) fn key_ref(&self) -> (&str, Op, u64, u64, u64) {
-        (self.gpu.as_str(), self.op, self.m, self.n, self.k)
+    pub(super) fn key_ref(&self) -> (&str, Op, u64, u64, u64, Form) {
+        (
+            self.gpu.as_str(),
+            self.op,
+            self.m,
+            self.n,
+            self.k,
+            self.form,
+        )
     }
 
     /// How the entry is named in messages: `GPU op shape`.

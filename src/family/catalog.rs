@@ -18,7 +18,7 @@
 //! quoted includes are inlined, unconditionally (they are not preprocessor-aware);
 //! `#include <...>` is left to NVRTC.
 
-use crate::family::space::{Config, Launch, Limits, Space, SpaceError};
+use crate::family::space::{Config, Interface, Launch, Limits, Space, SpaceError};
 use crate::problem::{Op, Shape};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -209,7 +209,7 @@ impl Family {
     ) -> Result<Kernel, SpaceError> {
         let launch = self.space.launch(config, shape, limits)?;
         Ok(Kernel {
-            source: self.instantiate(config),
+            source: self.instantiate_for(config, shape),
             launch,
         })
     }
@@ -277,15 +277,44 @@ impl Family {
         s
     }
 
-    /// The source text for `config`.
+    /// The kernel name of `config` on `shape`: [`Family::kernel_name`], and for a family of
+    /// the full interface the layout it is compiled for (`_TA0_TB1`), so kernels of two
+    /// layouts can share a module or a header.
+    pub fn kernel_name_for(&self, config: &Config, shape: Shape) -> String {
+        let mut name = self.kernel_name(config);
+        if let Some((a, b)) = self.transposes(shape) {
+            name.push_str(&format!("_TA{a}_TB{b}"));
+        }
+        name
+    }
+
+    /// `TRANS_A` and `TRANS_B` of `shape`'s layout (0 or 1) for a family of the full
+    /// interface; `None` for the others, whose sources do not depend on the layout.
+    fn transposes(&self, shape: Shape) -> Option<(u8, u8)> {
+        let l = shape.form.layout;
+        (self.space.interface == Interface::Full)
+            .then(|| (u8::from(l.trans_a()), u8::from(l.trans_b())))
+    }
+
+    /// The source text for `config` (on a problem of the plain form).
     pub fn instantiate(&self, config: &Config) -> Source {
-        let kernel_name = self.kernel_name(config);
+        self.instantiate_for(config, Shape::mnk(1, 1, 1))
+    }
+
+    /// The source text for `config` on `shape`: a family of the full interface is compiled
+    /// for the shape's layout (`#define TRANS_A` and `TRANS_B`); the others' sources do not
+    /// depend on the shape.
+    pub fn instantiate_for(&self, config: &Config, shape: Shape) -> Source {
+        let kernel_name = self.kernel_name_for(config, shape);
         let mut code = format!(
             "// autotune: family {}, generated from templates/{}\n#define KERNEL_NAME {}\n",
             self.space.name, self.space.template, kernel_name
         );
         for (k, v) in &config.params {
             code.push_str(&format!("#define {k} {v}\n"));
+        }
+        if let Some((a, b)) = self.transposes(shape) {
+            code.push_str(&format!("#define TRANS_A {a}\n#define TRANS_B {b}\n"));
         }
         if self.includes.is_empty() {
             // Unchanged from before includes existed: the same source hits the same caches.
@@ -526,7 +555,7 @@ mod tests {
         let limits = Limits::for_arch(90).unwrap();
         // A square shape, and shapes with few rows or few columns: the GEMV-shaped gemm
         // families offer configs only there.
-        let shapes = [(64, 64, 64), (8, 64, 64), (64, 8, 64)].map(|(m, n, k)| Shape { m, n, k });
+        let shapes = [(64, 64, 64), (8, 64, 64), (64, 8, 64)].map(|(m, n, k)| Shape::mnk(m, n, k));
         for fam in cat.families() {
             let pruned = shapes
                 .iter()

@@ -125,6 +125,38 @@ struct SpaceFile {
     model: Option<ModelFile>,
     #[serde(default)]
     deterministic: Option<bool>,
+    #[serde(default)]
+    interface: Interface,
+}
+
+/// The kernel signature a family's kernels take (`interface` in the space file).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "snake_case")]
+pub enum Interface {
+    /// The op's plain signature: gemm `(M, N, K, A, B, C)`, gemv `(M, K, A, x, y)`, packed
+    /// row-major, `C = A B` (or `y = A x`), one product. Such a family computes only problems
+    /// of the plain form ([`crate::problem::Form::PLAIN`]).
+    #[default]
+    Plain,
+    /// The full signature: the plain one, then gemm `(lda, ldb, ldc, strideA, strideB,
+    /// strideC, batch, alpha, beta)` or gemv `(lda, strideA, strideX, strideY, batch, alpha,
+    /// beta)`; the layout comes as the `#define`s `TRANS_A` and `TRANS_B` (0 or 1). Such a
+    /// family computes every form; its expressions may read `BATCH`, `TRANS_A`, `TRANS_B`
+    /// and `BETA` (1 when beta != 0).
+    Full,
+}
+
+/// The names a space's expressions may read about the problem's form, and their values.
+pub fn form_vars(shape: Shape) -> [(&'static str, i64); 4] {
+    let f = shape.form;
+    [
+        ("BATCH", i64::try_from(f.batch).unwrap_or(i64::MAX)),
+        ("TRANS_A", i64::from(f.layout.trans_a())),
+        ("TRANS_B", i64::from(f.layout.trans_b())),
+        ("BETA", i64::from(f.beta)),
+    ]
 }
 
 /// The optional `[model]` section: family-specific figures for the performance model
@@ -262,6 +294,9 @@ pub struct Launch {
     /// How the workspace must be initialised; meaningless without a workspace.
     #[serde(default)]
     pub workspace_zero: WorkspaceZero,
+    /// The kernel's signature ([`Interface`]).
+    #[serde(default)]
+    pub interface: Interface,
 }
 
 /// A kernel family's parameter space, parsed and checked.
@@ -291,9 +326,15 @@ pub struct Space {
     /// `deterministic`, by default `true` unless the output is accumulated with atomics
     /// (`zero_output`).
     pub deterministic: bool,
+    /// The kernel signature (`interface`, plain unless said).
+    pub interface: Interface,
     /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency.
     model: [Option<Expr>; 4],
 }
+
+/// Why a plain-interface family has no config for a problem of another form.
+pub const PLAIN_ONLY: &str =
+    "the family computes only the plain form (NN, packed, beta = 0, one product)";
 
 /// The result of pruning a space.
 #[derive(Debug, Clone)]
@@ -438,6 +479,7 @@ impl Space {
             workspace_bytes: opt("workspace_bytes", &file.launch.workspace_bytes)?,
             workspace_zero: file.launch.workspace_zero.unwrap_or_default(),
             deterministic,
+            interface: file.interface,
             model,
             params: file.params,
             derived,
@@ -452,6 +494,9 @@ impl Space {
         let mut known: Vec<String> = self.params.keys().cloned().collect();
         known.extend(self.derived.iter().map(|(n, _)| n.clone()));
         known.extend(["M", "N", "K"].map(String::from));
+        if self.interface == Interface::Full {
+            known.extend(form_vars(Shape::mnk(1, 1, 1)).map(|(n, _)| n.to_string()));
+        }
         known.extend(
             Limits::for_arch(90)
                 .map(|l| l.env())
@@ -523,6 +568,11 @@ impl Space {
         env.insert("M".into(), shape.m as i64);
         env.insert("N".into(), shape.n as i64);
         env.insert("K".into(), shape.k as i64);
+        if self.interface == Interface::Full {
+            for (name, v) in form_vars(shape) {
+                env.insert(name.into(), v);
+            }
+        }
         for (name, v) in &config.params {
             env.insert(name.clone(), *v);
         }
@@ -544,6 +594,9 @@ impl Space {
         shape: Shape,
         limits: &Limits,
     ) -> Result<Option<String>, SpaceError> {
+        if self.interface == Interface::Plain && !shape.form.is_plain() {
+            return Ok(Some(PLAIN_ONLY.into()));
+        }
         let env = match self.env(config, shape, limits) {
             Ok(env) => env,
             // A derived value that divides by zero marks the config invalid, not the space.
@@ -700,6 +753,7 @@ impl Space {
             zero_output: self.zero_output,
             workspace_bytes,
             workspace_zero: self.workspace_zero,
+            interface: self.interface,
         })
     }
 

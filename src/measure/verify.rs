@@ -6,6 +6,7 @@
 //! indexing or synchronisation bug gives errors near 1. NaN, infinity and unwritten (NaN-poisoned)
 //! elements always fail.
 
+use crate::problem::{Call, Op, Shape};
 use rayon::prelude::*;
 
 /// Deterministic uniform values in [-1, 1): the same `seed` and `stream` give the same values.
@@ -75,6 +76,106 @@ pub fn gemv_reference(m: usize, k: usize, a: &[f32], x: &[f32]) -> (Vec<f64>, Ve
             })
         })
         .unzip()
+}
+
+/// Float64 reference of any problem (`shape`'s form: layouts, leading dimensions, batch) as
+/// laid out by `call`: `alpha op(A) op(B) + beta C` (gemv: `alpha op(A) x + beta y`) from the
+/// operands as stored (`a`, `b` = x, `c` = the output's old value, read only when beta != 0).
+/// Values and bounds are compact: product by product, row by row (gemv: one row of y's
+/// elements per product).
+pub fn general_reference(
+    op: Op,
+    shape: Shape,
+    call: &Call,
+    a: &[f32],
+    b: &[f32],
+    c: &[f32],
+) -> (Vec<f64>, Vec<f64>) {
+    let [_, _, (rows, cols)] = shape.stored(op);
+    let (rows, cols) = (rows as usize, cols as usize);
+    let k = match op {
+        Op::Gemm => shape.k as usize,
+        // y = A x: a row of A (K); y = A^T x: a column of A (M).
+        Op::Gemv if shape.form.layout.trans_a() => shape.m as usize,
+        Op::Gemv => shape.k as usize,
+    };
+    let s = call.strides;
+    let (lda, ldb, ldc) = (s.lda as usize, s.ldb as usize, s.ldc as usize);
+    let (ta, tb) = (shape.form.layout.trans_a(), shape.form.layout.trans_b());
+    let (alpha, beta) = (call.alpha as f64, call.beta as f64);
+    let batch = call.batch as usize;
+    let mut reference = vec![0f64; batch * rows * cols];
+    let mut bound = vec![0f64; batch * rows * cols];
+    reference
+        .par_chunks_mut(cols)
+        .zip(bound.par_chunks_mut(cols))
+        .enumerate()
+        .for_each(|(row, (r, bd))| {
+            let (bi, i) = (row / rows, row % rows);
+            let a = &a[bi * s.stride_a as usize..];
+            let b = &b[bi * s.stride_b as usize..];
+            for (j, (r, bd)) in r.iter_mut().zip(bd.iter_mut()).enumerate() {
+                let (mut sum, mut mag) = (0f64, 0f64);
+                for p in 0..k {
+                    let (av, bv) = match op {
+                        Op::Gemm => (
+                            if ta { a[p * lda + i] } else { a[i * lda + p] },
+                            if tb { b[j * ldb + p] } else { b[p * ldb + j] },
+                        ),
+                        // y[i] = sum_p A(i, p) x[p], or A(p, i) x[p] transposed.
+                        Op::Gemv => (if ta { a[p * lda + i] } else { a[i * lda + p] }, b[p]),
+                    };
+                    let t = av as f64 * bv as f64;
+                    sum += t;
+                    mag += t.abs();
+                }
+                let old = if beta != 0.0 {
+                    c[bi * s.stride_c as usize + i * ldc + j] as f64
+                } else {
+                    0.0
+                };
+                *r = alpha * sum + beta * old;
+                *bd = alpha.abs() * mag + (beta * old).abs();
+            }
+        });
+    (reference, bound)
+}
+
+/// The logical elements of an output laid out by `call` (compact, as
+/// [`general_reference`] orders them), and whether every other element of the output (the
+/// padding between rows) still holds what `before` held there.
+pub fn logical_output(
+    op: Op,
+    shape: Shape,
+    call: &Call,
+    out: &[f32],
+    before: &[f32],
+) -> (Vec<f32>, bool) {
+    let [_, _, (rows, cols)] = shape.stored(op);
+    let (rows, cols) = (rows as usize, cols as usize);
+    let (ldc, stride) = (call.strides.ldc as usize, call.strides.stride_c as usize);
+    let mut logical = Vec::with_capacity(call.batch as usize * rows * cols);
+    let mut padding_kept = true;
+    for bi in 0..call.batch as usize {
+        for i in 0..rows {
+            let row = bi * stride + i * ldc;
+            logical.extend_from_slice(&out[row..row + cols]);
+            // The padding after this row, up to the next row (or the next product).
+            let end = if i + 1 < rows {
+                row + ldc
+            } else {
+                ((bi + 1) * stride).min(out.len())
+            };
+            if out[row + cols..end]
+                .iter()
+                .zip(&before[row + cols..end])
+                .any(|(x, y)| x.to_bits() != y.to_bits())
+            {
+                padding_kept = false;
+            }
+        }
+    }
+    (logical, padding_kept)
 }
 
 /// Why an output was rejected.
@@ -200,6 +301,84 @@ pub fn compare(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_general_reference_of_the_plain_form_is_the_plain_one() {
+        let shape = Shape::mnk(7, 5, 3);
+        let a = random_values(21, 1, 0);
+        let b = random_values(15, 1, 1);
+        let call = shape.tuning_call(Op::Gemm);
+        assert_eq!(
+            general_reference(Op::Gemm, shape, &call, &a, &b, &[]),
+            gemm_reference(7, 5, 3, &a, &b)
+        );
+        let v = Shape::mnk(6, 1, 4);
+        let a = random_values(24, 2, 0);
+        let x = &b[..4];
+        let (r, bd) = general_reference(Op::Gemv, v, &v.tuning_call(Op::Gemv), &a, x, &[]);
+        let (r2, bd2) = gemv_reference(6, 4, &a, x);
+        assert_eq!((r, bd), (r2, bd2));
+    }
+
+    #[test]
+    fn the_general_reference_transposes_scales_and_batches() {
+        // TN with padding, beta and two products: compare with transposing by hand.
+        let s = Shape::parse(Op::Gemm, "3x2x4:tn:b2:beta:pad").unwrap();
+        let call = s.tuning_call(Op::Gemm);
+        let [la, lb, lc] = s.lens(Op::Gemm).map(|l| l as usize);
+        let (a, b, c) = (
+            random_values(la, 3, 0),
+            random_values(lb, 3, 1),
+            random_values(lc, 3, 2),
+        );
+        let (r, _) = general_reference(Op::Gemm, s, &call, &a, &b, &c);
+        let st = call.strides;
+        for bi in 0..2 {
+            for i in 0..3 {
+                for j in 0..2 {
+                    let mut sum = 0f64;
+                    for p in 0..4 {
+                        let av = a[bi * st.stride_a as usize + p * st.lda as usize + i];
+                        let bv = b[bi * st.stride_b as usize + p * st.ldb as usize + j];
+                        sum += av as f64 * bv as f64;
+                    }
+                    let old = c[bi * st.stride_c as usize + i * st.ldc as usize + j] as f64;
+                    let want = 0.75 * sum + 0.5 * old;
+                    let got = r[bi * 6 + i * 2 + j];
+                    assert!((got - want).abs() < 1e-12, "{got} {want}");
+                }
+            }
+        }
+        // y = A^T x.
+        let v = Shape::parse(Op::Gemv, "3x2:t").unwrap();
+        let a = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0];
+        let (r, _) = general_reference(
+            Op::Gemv,
+            v,
+            &v.tuning_call(Op::Gemv),
+            &a,
+            &[1.0, 1.0, 1.0],
+            &[],
+        );
+        assert_eq!(r, vec![0.75 * 9.0, 0.75 * 12.0]);
+    }
+
+    #[test]
+    fn logical_output_skips_and_checks_padding() {
+        let s = Shape::parse(Op::Gemm, "2x3x1:pad").unwrap();
+        let call = s.tuning_call(Op::Gemm);
+        let len = s.lens(Op::Gemm)[2] as usize;
+        assert_eq!(len, 64 + 3);
+        let before = vec![9.0f32; len];
+        let mut out = before.clone();
+        out[..3].copy_from_slice(&[1.0, 2.0, 3.0]);
+        out[64..67].copy_from_slice(&[4.0, 5.0, 6.0]);
+        let (v, kept) = logical_output(Op::Gemm, s, &call, &out, &before);
+        assert_eq!(v, vec![1.0, 2.0, 3.0, 4.0, 5.0, 6.0]);
+        assert!(kept);
+        out[10] = 0.0;
+        assert!(!logical_output(Op::Gemm, s, &call, &out, &before).1);
+    }
 
     #[test]
     fn random_values_are_deterministic_and_in_range() {

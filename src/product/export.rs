@@ -28,7 +28,7 @@
 //! order (`cudaMallocAsync`), on every call.
 
 use crate::family::catalog::{Family, Freshness, Kernel, Source};
-use crate::family::space::{Launch, Limits, SpaceError, WorkspaceZero};
+use crate::family::space::{Interface, Launch, Limits, SpaceError, WorkspaceZero};
 use crate::problem::{Op, Shape};
 use crate::product::lookup::{Choice, Rule};
 use std::fmt::{self, Write as _};
@@ -159,10 +159,12 @@ pub fn defined_macros(code: &str) -> Vec<String> {
 
 /// The name of the host launch helper for `op` on `shape`, e.g. `autotune_gemm_2048x2048x2048`.
 pub fn helper_name(op: Op, shape: Shape) -> String {
-    match op {
+    let dims = match op {
         Op::Gemm => format!("autotune_gemm_{}x{}x{}", shape.m, shape.n, shape.k),
         Op::Gemv => format!("autotune_gemv_{}x{}", shape.m, shape.k),
-    }
+    };
+    // Form tags (`:tn:b32`) as identifier characters (`_tn_b32`).
+    dims + &shape.form.tags(op).replace(':', "_")
 }
 
 /// The `.cuh` text for launching `choice` (for `op` on `shape`, from [`crate::product::lookup::lookup`])
@@ -234,7 +236,16 @@ pub fn cuda_header(
         let _ = writeln!(h, "#undef {name}");
     }
     let _ = writeln!(h, "#endif  // {kernel_guard}\n");
-    launch_helper(&mut h, op, (m, n, k), &namespace, kernel, &helper, &launch);
+    launch_helper(
+        &mut h,
+        op,
+        shape,
+        (m, n, k),
+        &namespace,
+        kernel,
+        &helper,
+        &launch,
+    );
     let _ = writeln!(h, "\n#endif  // {file_guard}");
     Ok(h)
 }
@@ -329,14 +340,30 @@ fn comment_block(
     } else {
         ""
     };
-    let (usage, layout) = match op {
-        Op::Gemm => (
+    let full = launch.interface == Interface::Full;
+    let (usage, layout) = match (op, full) {
+        (Op::Gemm, false) => (
             format!("A, B, C{ws}, stream"),
-            "C = A B, row-major: A is M x K, B is K x N, C is M x N (device pointers)",
+            "C = A B, row-major: A is M x K, B is K x N, C is M x N (device pointers)".to_string(),
         ),
-        Op::Gemv => (
+        (Op::Gemv, false) => (
             format!("A, x, y{ws}, stream"),
-            "y = A x, row-major A is M x K, x has K and y has M elements (device pointers)",
+            "y = A x, row-major A is M x K, x has K and y has M elements (device pointers)"
+                .to_string(),
+        ),
+        (Op::Gemm, true) => (
+            format!("A, lda, strideA, B, ldb, strideB, C, ldc, strideC, batch, alpha, beta{ws}, stream"),
+            format!(
+                "C = alpha op(A) op(B) + beta C for each of `batch` products, row-major, layout {} (compiled for it: first letter A, second B, t = stored transposed), as cublasSgemmStridedBatched takes it (device pointers)",
+                shape.form.layout.name(op)
+            ),
+        ),
+        (Op::Gemv, true) => (
+            format!("A, lda, strideA, x, strideX, y, strideY, batch, alpha, beta{ws}, stream"),
+            format!(
+                "y = alpha op(A) x + beta y for each of `batch` products, row-major A (M x K), op {} (compiled for it), as cublasSgemvStridedBatched takes it with unit increments (device pointers)",
+                shape.form.layout.name(op)
+            ),
         ),
     };
     lines.push(format!(
@@ -382,9 +409,11 @@ fn workspace_rule(zero: WorkspaceZero) -> &'static str {
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn launch_helper(
     h: &mut String,
     op: Op,
+    shape: Shape,
     (m, n, k): (i32, i32, i32),
     namespace: &str,
     kernel: &str,
@@ -407,7 +436,32 @@ fn launch_helper(
             "M, K, A, x, y",
         ),
     };
+    // The full interface: leading dimensions, strides, batch, alpha and beta are the
+    // caller's, as in the cuBLAS call; the grid's z follows the batch.
+    let full = launch.interface == Interface::Full;
+    let (params, args, out_elems) = match (op, full) {
+        (_, false) => (params.to_string(), args.to_string(), out_elems.to_string()),
+        (Op::Gemm, true) => (
+            "const float* A, int lda, long long strideA, const float* B, int ldb, long long strideB, float* C, int ldc, long long strideC, int batch, float alpha, float beta".to_string(),
+            "M, N, K, A, B, C, lda, ldb, ldc, strideA, strideB, strideC, batch, alpha, beta".to_string(),
+            "(static_cast<size_t>(batch) - 1) * static_cast<size_t>(strideC) + (static_cast<size_t>(M) - 1) * static_cast<size_t>(ldc) + static_cast<size_t>(N)".to_string(),
+        ),
+        (Op::Gemv, true) => (
+            "const float* A, int lda, long long strideA, const float* x, long long strideX, float* y, long long strideY, int batch, float alpha, float beta".to_string(),
+            "M, K, A, x, y, lda, strideA, strideX, strideY, batch, alpha, beta".to_string(),
+            format!(
+                "(static_cast<size_t>(batch) - 1) * static_cast<size_t>(strideY) + static_cast<size_t>({})",
+                if shape.form.layout.trans_a() { "K" } else { "M" }
+            ),
+        ),
+    };
+    let (params, args, out_elems) = (params.as_str(), args.as_str(), out_elems.as_str());
     let (g, b, smem) = (launch.grid, launch.block, launch.dynamic_shared_bytes);
+    let grid_z = if full {
+        "static_cast<unsigned>(batch < 65535 ? batch : 65535)".to_string()
+    } else {
+        format!("{}u", g.2)
+    };
     let _ = writeln!(
         h,
         "// Host launch helper (not for NVRTC, which has no runtime API).\n#ifndef __CUDACC_RTC__\n#include <cuda_runtime.h>\n"
@@ -445,6 +499,18 @@ fn launch_helper(
         "static inline cudaError_t {helper}({params}, cudaStream_t stream)\n{{"
     );
     h.push_str(&dims);
+    if full {
+        // The workspace (if any) was sized for the exported batch; the grid needs a batch.
+        let most = if launch.workspace_bytes.is_some() {
+            shape.form.batch.to_string()
+        } else {
+            "2147483647".into()
+        };
+        let _ = writeln!(
+            h,
+            "    if (batch < 1 || batch > {most}) return cudaErrorInvalidValue;"
+        );
+    }
     // Declared only where a call before the launch can fail: nvcc warns about an unused one.
     if launch.zero_output || smem > DEFAULT_SHARED_LIMIT || launch.workspace_bytes.is_some() {
         let _ = writeln!(h, "    cudaError_t err = cudaSuccess;");
@@ -483,8 +549,8 @@ fn launch_helper(
     }
     let _ = writeln!(
         h,
-        "    {namespace}::{kernel}<<<dim3({}u, {}u, {}u), dim3({}u, {}u, {}u), {smem}u, stream>>>({args});",
-        g.0, g.1, g.2, b.0, b.1, b.2
+        "    {namespace}::{kernel}<<<dim3({}u, {}u, {grid_z}), dim3({}u, {}u, {}u), {smem}u, stream>>>({args});",
+        g.0, g.1, b.0, b.1, b.2
     );
     if launch.workspace_bytes.is_some() {
         let _ = writeln!(

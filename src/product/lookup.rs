@@ -5,7 +5,9 @@
 //! 2. **predicted**: the fastest config of this GPU's coverage portfolio as predicted for the
 //!    shape from the grid measurements ([`crate::product::select`]);
 //! 3. **nearest**: the entry of this GPU and op whose shape is nearest in log space,
-//!    `d = sqrt(sum over M, N, K of ln(a / b)^2)` (so 2048 is as far from 1024 as from 4096);
+//!    `d = sqrt(sum over M, N, K and the batch of ln(a / b)^2)` (so 2048 is as far from 1024
+//!    as from 4096), plus a penalty for each part of the form (layout, beta, padding) that
+//!    differs ([`distance`]);
 //! 4. **same arch**: the nearest entry (same distance) of another GPU of the same arch;
 //! 5. **default**: a built-in config per op that is reasonable on any GPU.
 //!
@@ -16,14 +18,22 @@
 //! says to call cuBLAS ([`Choice::vendor`]); the config stays in the choice for `explain` and
 //! the exports. The other rules carry no evidence about cuBLAS on this shape.
 //!
-//! Every template is correct for every shape, so any recorded config is valid for any shape;
-//! the fallbacks only cost speed. An entry tuned against another version of its family (its
+//! Every template is correct for every shape, so any recorded config is valid for any shape of
+//! the forms its family computes; the fallbacks only cost speed. A problem of another form than
+//! the plain one (a layout, padded leading dimensions, beta, a batch: [`crate::problem::Form`])
+//! is served only by families of the full interface: the rules pass over the entries of the
+//! others, and over entries of another form whose config the family's space does not offer
+//! for the problem (its constraints say where a config belongs: e.g. gemv's `y = A^T x` path), the coverage (measured on the plain form) does not predict for it, and its default
+//! is a config of the full-interface family of the op. An entry tuned for another layout is
+//! recompiled for the problem's layout. An entry tuned against another version of its family (its
 //! checksum is not this build's, [`Freshness`]) is never chosen: its evidence is not this
 //! kernel's. The choice lists the stale entries it passed over ([`Choice::skipped`]), so
 //! `explain`, `best` and the runtime's log say so.
 
 use crate::db::{Database, Entry};
 use crate::family::catalog::{Catalog, Freshness};
+use crate::family::space::{Config, Interface, Limits};
+use crate::gpu::Arch;
 use crate::problem::{Op, Shape};
 use crate::product::select::{Ranking, Selector};
 use std::collections::BTreeMap;
@@ -211,6 +221,60 @@ impl Choice {
     }
 }
 
+/// The built-in default config for `op` on `shape`: [`default_config`] for the plain form,
+/// else a config of the op's full-interface family, robust on any GPU and shape.
+pub fn default_config_for(op: Op, shape: Shape) -> (String, BTreeMap<String, i64>) {
+    if shape.form.is_plain() {
+        return default_config(op);
+    }
+    let (family, params): (&str, &[(&str, i64)]) = match op {
+        Op::Gemm => ("gemm_general", GEMM_GENERAL_DEFAULT),
+        Op::Gemv if shape.form.layout.trans_a() => ("gemv_general", GEMV_GENERAL_T_DEFAULT),
+        Op::Gemv => ("gemv_general", GEMV_GENERAL_DEFAULT),
+    };
+    (
+        family.to_string(),
+        params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+    )
+}
+
+/// The default config of `gemm_general` (problems of any form).
+const GEMM_GENERAL_DEFAULT: &[(&str, i64)] = &[
+    ("BM", 128),
+    ("BN", 128),
+    ("BK", 16),
+    ("WM", 64),
+    ("WN", 32),
+    ("WNITER", 2),
+    ("TM", 4),
+    ("TN", 4),
+    ("STAGES", 3),
+    ("PAD", 4),
+    ("GROUP_M", 1),
+    ("MIN_BLOCKS", 1),
+];
+
+/// The default config of `gemv_general` for `y = A^T x`: 8 row groups per block, rows split
+/// over 16 blocks (a thread walking every row alone is 30x slower than cuBLAS at 4096^2).
+const GEMV_GENERAL_T_DEFAULT: &[(&str, i64)] = &[
+    ("WARPS", 8),
+    ("VEC", 4),
+    ("UNROLL", 2),
+    ("TPR", 32),
+    ("RY", 8),
+    ("ROW_SPLIT", 16),
+];
+
+/// The default config of `gemv_general` for `y = A x` (any other form).
+const GEMV_GENERAL_DEFAULT: &[(&str, i64)] = &[
+    ("WARPS", 4),
+    ("VEC", 4),
+    ("UNROLL", 2),
+    ("TPR", 32),
+    ("RY", 1),
+    ("ROW_SPLIT", 1),
+];
+
 /// The built-in default config of an op: robust on any GPU and shape, never the fastest.
 pub fn default_config(op: Op) -> (String, BTreeMap<String, i64>) {
     let (family, params): (&str, &[(&str, i64)]) = match op {
@@ -236,11 +300,29 @@ pub fn default_config(op: Op) -> (String, BTreeMap<String, i64>) {
     )
 }
 
-/// Log-space distance between two shapes.
+/// Log-space distance between two problems: over M, N, K and the batch count, plus
+/// [`FORM_PENALTY`] for each of the layout, beta, padding and alpha that differs (a kernel tuned for
+/// another layout reads its operands in another pattern; beta and padding cost less).
 pub fn distance(a: Shape, b: Shape) -> f64 {
     let d = |x: u64, y: u64| (x.max(1) as f64 / y.max(1) as f64).ln();
-    (d(a.m, b.m).powi(2) + d(a.n, b.n).powi(2) + d(a.k, b.k).powi(2)).sqrt()
+    let dims = (d(a.m, b.m).powi(2)
+        + d(a.n, b.n).powi(2)
+        + d(a.k, b.k).powi(2)
+        + d(a.form.batch, b.form.batch).powi(2))
+    .sqrt();
+    let (fa, fb) = (a.form, b.form);
+    let differs = [
+        fa.layout != fb.layout,
+        fa.beta != fb.beta,
+        fa.padded != fb.padded,
+        fa.scaled != fb.scaled,
+    ];
+    dims + FORM_PENALTY * differs.iter().filter(|&&x| x).count() as f64
 }
+
+/// What one differing part of the form adds to [`distance`]: as much as a factor of two in
+/// one dimension.
+pub const FORM_PENALTY: f64 = std::f64::consts::LN_2;
 
 fn nearest<'a>(entries: impl Iterator<Item = &'a Entry>, shape: Shape) -> Option<(&'a Entry, f64)> {
     entries
@@ -341,7 +423,33 @@ fn rules(
             freshness: freshness(e),
         })
     };
-    let of_op = || db.entries.iter().filter(move |e| e.op == op);
+    // A problem of another form than the plain one needs a family of the full interface; an
+    // entry of another form serves only with a config its family's space offers for this
+    // problem (a gemv config tuned for y = A x pins the parameters of y = A^T x's path to
+    // values that are correct there but slow).
+    let limits = arch
+        .and_then(|a| a.parse::<Arch>().ok())
+        .and_then(|a| Limits::for_arch(a.number() as i64))
+        .or_else(|| Limits::for_arch(90));
+    let computes = |e: &Entry| {
+        let Ok(f) = catalog.get(&e.family) else {
+            return shape.form.is_plain();
+        };
+        if !shape.form.is_plain() && f.space.interface != Interface::Full {
+            return false;
+        }
+        if e.form == shape.form {
+            return true;
+        }
+        let config = Config {
+            family: e.family.clone(),
+            params: e.params.clone(),
+        };
+        limits
+            .as_ref()
+            .is_none_or(|l| matches!(f.space.reject_reason(&config, shape, l), Ok(None)))
+    };
+    let of_op = || db.entries.iter().filter(move |e| e.op == op && computes(e));
     let same_arch = |e: &&Entry| {
         e.gpu != gpu && arch.is_some_and(|a| db.gpu(&e.gpu).is_some_and(|g| g.arch == a))
     };
@@ -353,7 +461,7 @@ fn rules(
             pass_over(Rule::Exact, e);
         }
     }
-    if found.is_none() && opts.coverage {
+    if found.is_none() && opts.coverage && shape.form.is_plain() {
         if let Some(pick) = selector.and_then(|sel| predicted(sel, shape)) {
             return Choice { skipped, ..pick };
         }
@@ -388,7 +496,7 @@ fn rules(
             vendor: false,
         },
         None => {
-            let (family, params) = default_config(op);
+            let (family, params) = default_config_for(op, shape);
             Choice {
                 rule: Rule::Default,
                 family,
@@ -456,6 +564,7 @@ mod tests {
             m: s.m,
             n: s.n,
             k: s.k,
+            form: s.form,
             family: "gemm_tile2d".into(),
             kernel: format!("k{bm}"),
             params: [("BM".to_string(), bm)].into_iter().collect(),
@@ -558,6 +667,125 @@ mod tests {
     }
 
     #[test]
+    fn other_forms_are_served_by_full_interface_families_only() {
+        let mut db = db();
+        // Without a full-interface entry: the plain entries are passed over, the default is
+        // gemm_general's (which the catalog has, with a valid launch).
+        let tn = shape("1024x1024x1024:tn");
+        let c = pick(&db, "H100", Some("sm_90"), Op::Gemm, tn);
+        assert_eq!((c.rule, c.family.as_str()), (Rule::Default, "gemm_general"));
+        let fam = cat().get(&c.family).unwrap().clone();
+        let limits = crate::family::space::Limits::for_arch(90).unwrap();
+        assert!(fam.kernel(&c.config(), tn, &limits).is_ok());
+        // alpha != 1 alone needs the full interface too.
+        let c = pick(
+            &db,
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("1024x1024x1024:alpha"),
+        );
+        assert_eq!(c.family, "gemm_general");
+        // A gemm_general entry of another layout and size is the nearest for any form; the
+        // plain shape keeps its exact plain entry.
+        let mut e = entry("H100", Op::Gemm, "2048x2048x2048:nt:beta", 128, 1.1);
+        e.family = "gemm_general".into();
+        e.checksum = fam.checksum.clone();
+        e.params = default_config_for(Op::Gemm, tn).1;
+        e.params.insert("STAGES".into(), 4);
+        db.upsert(e);
+        let c = pick(&db, "H100", Some("sm_90"), Op::Gemm, tn);
+        assert_eq!((c.rule, c.params["STAGES"]), (Rule::Nearest, 4));
+        assert!(c.distance > FORM_PENALTY, "{c:?}");
+        let c = pick(
+            &db,
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("1024x1024x1024"),
+        );
+        assert_eq!((c.rule, c.params["BM"]), (Rule::Exact, 64));
+        // Exact is per form: the same dimensions with beta are not the plain entry's.
+        let c = pick(
+            &db,
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("2048x2048x2048:nt:beta"),
+        );
+        assert_eq!(c.rule, Rule::Exact);
+        let c = pick(
+            &db,
+            "H100",
+            Some("sm_90"),
+            Op::Gemm,
+            shape("2048x2048x2048:nt"),
+        );
+        assert_eq!(c.rule, Rule::Nearest);
+        // The batch counts like a dimension: 64 products of 2048^3 are far from one.
+        assert!(
+            distance(shape("2048x2048x2048:nt:b64"), shape("2048x2048x2048:nt"))
+                > distance(shape("2048x2048x2048:nt:b2"), shape("2048x2048x2048:nt"))
+        );
+    }
+
+    #[test]
+    fn gemv_forms_default_to_gemv_general() {
+        let db = db();
+        for s in ["4096x4096:t", "4096x4096:beta"] {
+            gemv_default_is_valid(&db, s);
+        }
+    }
+
+    #[test]
+    fn an_entry_of_another_form_serves_only_with_a_config_its_space_offers_there() {
+        let mut db = db();
+        let fam = cat().get("gemv_general").unwrap().clone();
+        let limits = crate::family::space::Limits::for_arch(90).unwrap();
+        let n = Shape::parse(Op::Gemv, "4096x4096:beta").unwrap();
+        // A config of the y = A x path: TPR = 64 is not offered for y = A^T x.
+        let config = fam
+            .space
+            .prune(n, &limits)
+            .unwrap()
+            .valid
+            .into_iter()
+            .find(|c| c.params["TPR"] == 64)
+            .unwrap();
+        let mut e = entry("H100", Op::Gemv, "4096x4096:beta", 1, 1.1);
+        e.family = "gemv_general".into();
+        e.params = config.params.clone();
+        e.checksum = fam.checksum.clone();
+        db.upsert(e);
+        let t = Shape::parse(Op::Gemv, "4096x4096:t").unwrap();
+        let c = pick(&db, "H100", Some("sm_90"), Op::Gemv, t);
+        assert_eq!(c.rule, Rule::Default, "{c:?}");
+        // The same form elsewhere takes it.
+        let c = pick(
+            &db,
+            "H100",
+            Some("sm_90"),
+            Op::Gemv,
+            Shape::parse(Op::Gemv, "4000x4000:beta").unwrap(),
+        );
+        assert_eq!((c.rule, c.params["TPR"]), (Rule::Nearest, 64));
+    }
+
+    fn gemv_default_is_valid(db: &Database, s: &str) {
+        let s = Shape::parse(Op::Gemv, s).unwrap();
+        let c = pick(db, "H100", Some("sm_90"), Op::Gemv, s);
+        assert_eq!((c.rule, c.family.as_str()), (Rule::Default, "gemv_general"));
+        let fam = cat().get(&c.family).unwrap().clone();
+        let limits = crate::family::space::Limits::for_arch(90).unwrap();
+        assert!(fam.kernel(&c.config(), s, &limits).is_ok());
+        let pruned = fam.space.prune(s, &limits).unwrap();
+        assert!(
+            pruned.valid.contains(&c.config()),
+            "the default is in the space"
+        );
+    }
+
+    #[test]
     fn nearest_shape_on_the_same_gpu_in_log_space() {
         // 1500^3 is nearer 1024^3 than 4096^3 in log space.
         let c = pick(
@@ -636,11 +864,7 @@ mod tests {
             // Shape-dependent constraints only prune for tuning speed (every template is
             // correct for every shape), so check the device limits on a large shape.
             let n = if op == Op::Gemm { 4096 } else { 1 };
-            let s = Shape {
-                m: 4096,
-                n,
-                k: 4096,
-            };
+            let s = Shape::mnk(4096, n, 4096);
             assert_eq!(fam.space.reject_reason(&config, s, &limits).unwrap(), None);
         }
     }

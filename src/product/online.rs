@@ -89,7 +89,7 @@ pub fn tune_shape(
             let kernel = family
                 .kernel(config, shape, &dev.info.limits)
                 .map_err(|e| e.to_string());
-            Some((config, family.kernel_name(config), kernel))
+            Some((config, family.kernel_name_for(config, shape), kernel))
         })
         .collect();
     let t = Instant::now();

@@ -231,11 +231,11 @@ mod tests {
     }
 
     fn gemm(m: u64, n: u64, k: u64) -> Shape {
-        Shape { m, n, k }
+        Shape::mnk(m, n, k)
     }
 
     fn gemv(m: u64, k: u64) -> Shape {
-        Shape { m, n: 1, k }
+        Shape::mnk(m, 1, k)
     }
 
     #[test]

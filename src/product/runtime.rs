@@ -19,7 +19,7 @@
 //! let b = stream.alloc_zeros::<f32>(k * n)?;
 //! let mut c = stream.alloc_zeros::<f32>(m * n)?;
 //! tuned.gemm(&stream, m, n, k, &a, &b, &mut c)?;
-//! let shape = autotune::Shape { m: 512, n: 512, k: 512 };
+//! let shape = autotune::Shape::mnk(512, 512, 512);
 //! println!("{}", tuned.explain(autotune::Op::Gemm, shape).describe(autotune::Op::Gemm, shape));
 //! # Ok(()) }
 //! ```
@@ -32,7 +32,8 @@ use crate::db::{Database, DbError};
 use crate::family::catalog::{Catalog, CatalogError, Kernel};
 use crate::family::space::{Launch, WorkspaceZero};
 use crate::gpu::{Arch, DeviceInfo};
-use crate::problem::{Op, Shape, ShapeError};
+use crate::problem::{Call, Op, Shape, ShapeError};
+use crate::product::desc::{DescError, GemmDesc, GemvDesc};
 use crate::product::lookup::{self, Choice, LookupOptions, Rule};
 use crate::product::online::{self, OnlineTuning};
 use crate::product::record::Recorder;
@@ -58,6 +59,9 @@ pub enum RuntimeError {
     /// The shape is invalid.
     #[error(transparent)]
     Shape(#[from] ShapeError),
+    /// The call's descriptor does not fit its buffers (nothing was launched).
+    #[error(transparent)]
+    Desc(#[from] DescError),
     /// A buffer is shorter than the shape needs.
     #[error("{op} {shape}: buffer {buffer} has {got} elements, the shape needs {need}")]
     BufferLength {
@@ -338,7 +342,47 @@ impl Tuned {
                 ("c", c.len(), m * n),
             ],
         )?;
-        self.run(stream, Op::Gemm, shape, a, b, c)
+        self.run(
+            stream,
+            Op::Gemm,
+            shape,
+            &shape.tuning_call(Op::Gemm),
+            a,
+            b,
+            c,
+        )
+    }
+
+    /// The full GEMM interface, as `cublasSgemmStridedBatched` (row-major convention, see
+    /// [`GemmDesc`]): `C = alpha op(A) op(B) + beta C` for each product of the batch, with the
+    /// tuned kernel for the problem (layout, padding, beta and batch are part of the lookup's
+    /// key). The descriptor is checked against the buffers' lengths first: a descriptor that
+    /// would reach past a buffer is an error and nothing is launched.
+    pub fn gemm_ex(
+        &self,
+        stream: &Arc<CudaStream>,
+        desc: &GemmDesc,
+        a: &CudaSlice<f32>,
+        b: &CudaSlice<f32>,
+        c: &mut CudaSlice<f32>,
+    ) -> Result<(), RuntimeError> {
+        let (shape, call) = desc.problem([a.len(), b.len(), c.len()])?;
+        self.run(stream, Op::Gemm, shape, &call, a, b, c)
+    }
+
+    /// The full GEMV interface, as `cublasSgemvStridedBatched` with unit increments (see
+    /// [`GemvDesc`]): `y = alpha op(A) x + beta y` for each product of the batch. Checked
+    /// against the buffers' lengths first, like [`Tuned::gemm_ex`].
+    pub fn gemv_ex(
+        &self,
+        stream: &Arc<CudaStream>,
+        desc: &GemvDesc,
+        a: &CudaSlice<f32>,
+        x: &CudaSlice<f32>,
+        y: &mut CudaSlice<f32>,
+    ) -> Result<(), RuntimeError> {
+        let (shape, call) = desc.problem([a.len(), x.len(), y.len()])?;
+        self.run(stream, Op::Gemv, shape, &call, a, x, y)
     }
 
     /// `y = a x` (a row-major `m x k`) with the tuned kernel for the shape.
@@ -357,7 +401,15 @@ impl Tuned {
             shape,
             &[("a", a.len(), m * k), ("x", x.len(), k), ("y", y.len(), m)],
         )?;
-        self.run(stream, Op::Gemv, shape, a, x, y)
+        self.run(
+            stream,
+            Op::Gemv,
+            shape,
+            &shape.tuning_call(Op::Gemv),
+            a,
+            x,
+            y,
+        )
     }
 
     fn check(
@@ -380,11 +432,13 @@ impl Tuned {
         Ok(())
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn run(
         &self,
         stream: &Arc<CudaStream>,
         op: Op,
         shape: Shape,
+        call: &Call,
         a: &CudaSlice<f32>,
         b: &CudaSlice<f32>,
         out: &mut CudaSlice<f32>,
@@ -408,6 +462,7 @@ impl Tuned {
                         *launch,
                         op,
                         shape,
+                        call,
                         a,
                         b,
                         &mut out.as_view_mut(),
@@ -433,6 +488,7 @@ impl Tuned {
                     *launch,
                     op,
                     shape,
+                    call,
                     a,
                     b,
                     &mut out.as_view_mut(),
@@ -440,7 +496,7 @@ impl Tuned {
                 )
                 .map_err(fail)
             }
-            Ready::Cublas => self.cublas(stream, op, shape, a, b, out),
+            Ready::Cublas => self.cublas(stream, op, shape, call, a, b, out),
         };
         // Hot path: one read lock and a hash lookup per call once the shape is resolved; the
         // launch happens under the read guard, so nothing is cloned.
@@ -455,11 +511,13 @@ impl Tuned {
 
     /// The vendor guard's call: cuBLAS on the product's stream, with one handle kept per
     /// runtime.
+    #[allow(clippy::too_many_arguments)]
     fn cublas(
         &self,
         stream: &Arc<CudaStream>,
         op: Op,
         shape: Shape,
+        call: &Call,
         a: &CudaSlice<f32>,
         b: &CudaSlice<f32>,
         out: &mut CudaSlice<f32>,
@@ -481,7 +539,7 @@ impl Tuned {
         // only redirects where cuBLAS enqueues.
         blas.set_stream(stream.clone())
             .map_err(|e| fail(e.to_string()))?;
-        bench::cublas_call(blas, op, shape, a, b, &mut out.as_view_mut()).map_err(fail)
+        bench::cublas_call(blas, op, shape, call, a, b, &mut out.as_view_mut()).map_err(fail)
     }
 
     /// Lookup, launch geometry, module: once per (op, shape).

@@ -485,7 +485,7 @@ mod tests {
         let probe = Selector::new(&cov, &h100(), cat).unwrap();
         for m in [16u64, 64, 256, 1024, 4096] {
             for k in [16u64, 256, 4096] {
-                let shape = Shape { m, n: m, k };
+                let shape = Shape::mnk(m, m, k);
                 let ms: Vec<f64> = (0..2)
                     .map(|i| probe.basis(i, shape).unwrap() * if i == 0 { 1.1 } else { 0.9 })
                     .collect();
@@ -505,11 +505,7 @@ mod tests {
         let cat = Catalog::builtin().unwrap();
         let (_, sel) = coverage(&cat);
         assert_eq!((sel.points(), sel.usable()), (15, 2));
-        let shape = Shape {
-            m: 700,
-            n: 700,
-            k: 900,
-        };
+        let shape = Shape::mnk(700, 700, 900);
         let r = sel.rank(shape).unwrap();
         assert_eq!(r.configs.len(), 2);
         for p in &r.configs {
@@ -541,33 +537,15 @@ mod tests {
             p.ms[1] = 0.0;
         }
         let sel = Selector::new(&cov, &h100(), &cat).unwrap();
-        let small = sel
-            .rank(Shape {
-                m: 16,
-                n: 16,
-                k: 100,
-            })
-            .unwrap();
+        let small = sel.rank(Shape::mnk(16, 16, 100)).unwrap();
         assert!(small.configs.iter().all(|p| p.index == 0), "{small:?}");
-        let big = sel
-            .rank(Shape {
-                m: 4096,
-                n: 4096,
-                k: 4096,
-            })
-            .unwrap();
+        let big = sel.rank(Shape::mnk(4096, 4096, 4096)).unwrap();
         assert_eq!(big.configs.len(), 2);
 
         cov.configs[0].checksum = "0".repeat(64);
         let sel = Selector::new(&cov, &h100(), &cat).unwrap();
         assert_eq!(sel.usable(), 1);
-        let r = sel
-            .rank(Shape {
-                m: 4096,
-                n: 4096,
-                k: 4096,
-            })
-            .unwrap();
+        let r = sel.rank(Shape::mnk(4096, 4096, 4096)).unwrap();
         assert!(r.configs.iter().all(|p| p.index == 1), "{r:?}");
     }
 
@@ -601,13 +579,7 @@ mod tests {
         cov.points[2].cublas_ms = 0.0;
         let sel = Selector::new(&cov, &h100(), &cat).unwrap();
         assert_eq!(sel.points(), 14);
-        assert!(sel
-            .rank(Shape {
-                m: 16,
-                n: 16,
-                k: 16
-            })
-            .is_some());
+        assert!(sel.rank(Shape::mnk(16, 16, 16)).is_some());
         let loo = sel.leave_one_out();
         assert!(!loo.is_empty() && loo.len() <= 14, "{loo:?}");
     }

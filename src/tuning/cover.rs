@@ -174,7 +174,7 @@ impl Grid {
                         .and_then(|mn| mn.checked_mul(k))
                         .is_some_and(|macs| macs <= self.max_macs);
                     if fits && Shape::new(self.op, m, n, k).is_ok() {
-                        out.push(Shape { m, n, k });
+                        out.push(Shape::mnk(m, n, k));
                     }
                 }
             }

@@ -317,7 +317,9 @@ pub fn path_for(dir: &Path, gpu: &str, op: Op, shape: Shape) -> PathBuf {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
-    dir.join(format!("{slug}-{}-{}.jsonl", op.name(), shape.label(op)))
+    // Form tags are `:`-separated; a file name takes `_` (Windows refuses `:`).
+    let label = shape.label(op).replace(':', "_");
+    dir.join(format!("{slug}-{}-{label}.jsonl", op.name()))
 }
 
 #[cfg(test)]
@@ -330,11 +332,7 @@ mod tests {
             journal: JOURNAL_VERSION,
             gpu: "Test GPU".into(),
             op: Op::Gemm,
-            shape: Shape {
-                m: 64,
-                n: 32,
-                k: 16,
-            },
+            shape: Shape::mnk(64, 32, 16),
             seed: 7,
             timing: TimingSettings::quick(),
             tool_version: "0.1.0".into(),
@@ -369,16 +367,7 @@ mod tests {
     #[test]
     fn round_trip_and_torn_last_line() {
         let dir = tempfile::tempdir().unwrap();
-        let path = path_for(
-            dir.path(),
-            "Test GPU",
-            Op::Gemm,
-            Shape {
-                m: 64,
-                n: 32,
-                k: 16,
-            },
-        );
+        let path = path_for(dir.path(), "Test GPU", Op::Gemm, Shape::mnk(64, 32, 16));
         assert!(path.ends_with("Test_GPU-gemm-64x32x16.jsonl"));
         let mut w = Writer::create(&path, &header()).unwrap();
         w.record(&Record::Baseline {
@@ -475,11 +464,7 @@ mod tests {
             "{e}"
         );
         let mut other = header();
-        other.shape = Shape {
-            m: 64,
-            n: 32,
-            k: 17,
-        };
+        other.shape = Shape::mnk(64, 32, 17);
         assert!(r.check_matches(p, &other).is_err());
         let mut other = header();
         other.timing = TimingSettings::default();

@@ -397,16 +397,13 @@ mod tests {
                 zero_output: false,
                 workspace_bytes: None,
                 workspace_zero: WorkspaceZero::Once,
+                interface: Default::default(),
             },
             hints: ModelHints::default(),
         }
     }
 
-    const SQUARE: Shape = Shape {
-        m: 4096,
-        n: 4096,
-        k: 4096,
-    };
+    const SQUARE: Shape = Shape::mnk(4096, 4096, 4096);
 
     #[test]
     fn machines_from_names_and_archs() {
@@ -450,11 +447,7 @@ mod tests {
         let m = h100();
         // 200 KiB of shared memory: one block per SM, 132 slots. 132 blocks fill one wave;
         // 133 blocks of (slightly) less work each need a second wave for one block.
-        let shape = Shape {
-            m: 132 * 128,
-            n: 256,
-            k: 4096,
-        };
+        let shape = Shape::mnk(132 * 128, 256, 4096);
         let even = estimate(Op::Gemm, shape, &launch(132, 256, 200 * 1024), &m);
         let ragged = estimate(Op::Gemm, shape, &launch(133, 256, 200 * 1024), &m);
         assert_eq!((even.blocks_per_sm, even.waves, ragged.waves), (1, 1, 2));
@@ -488,11 +481,7 @@ mod tests {
         let big = estimate(Op::Gemm, SQUARE, &launch(1024, 256, 32 * 1024), &m);
         assert!(tiny.time_ms > 4.0 * big.time_ms, "{tiny:?} vs {big:?}");
 
-        let v = Shape {
-            m: 4096,
-            n: 1,
-            k: 4096,
-        };
+        let v = Shape::mnk(4096, 1, 4096);
         // A warp per row (4096 blocks of 32) vs a thread per row (64 blocks of 64).
         let warp_rows = estimate(Op::Gemv, v, &launch(4096, 32, 0), &m);
         let thread_rows = estimate(Op::Gemv, v, &launch(64, 64, 0), &m);
@@ -527,11 +516,7 @@ mod tests {
     fn workspace_traffic_and_per_launch_zeroing_cost_time() {
         let m = h100();
         // Split-K on a small output with a long K: 16 tiles x 16 splits of 64x64.
-        let shape = Shape {
-            m: 256,
-            n: 256,
-            k: 16384,
-        };
+        let shape = Shape::mnk(256, 256, 16384);
         let mut fp = launch(16, 128, 48 * 1024);
         fp.launch.grid.2 = 16;
         let bare = estimate(Op::Gemm, shape, &fp, &m);
@@ -568,11 +553,7 @@ mod tests {
     fn candidates_carry_an_estimate_for_every_planned_config() {
         let cat = Catalog::builtin().unwrap();
         let limits = Limits::for_arch(90).unwrap();
-        let shape = Shape {
-            m: 2048,
-            n: 2048,
-            k: 2048,
-        };
+        let shape = Shape::mnk(2048, 2048, 2048);
         let (_, planned) = crate::tuning::plan::plan(&cat, Op::Gemm, shape, &limits, &[]).unwrap();
         let space = candidates(
             &cat,

@@ -124,6 +124,7 @@ impl TuneReport {
             m: self.shape.m,
             n: self.shape.n,
             k: self.shape.k,
+            form: self.shape.form,
             family: best.family.clone(),
             kernel: best.kernel.clone(),
             params: best.params.clone(),

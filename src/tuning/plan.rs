@@ -138,11 +138,7 @@ mod tests {
     fn plan_covers_every_family_of_the_op() {
         let cat = Catalog::builtin().unwrap();
         let limits = Limits::for_arch(90).unwrap();
-        let shape = Shape {
-            m: 1000,
-            n: 1000,
-            k: 1000,
-        };
+        let shape = Shape::mnk(1000, 1000, 1000);
         let (counts, planned) = plan(&cat, Op::Gemm, shape, &limits, &[]).unwrap();
         assert!(counts.len() >= 2);
         let valid: usize = counts.iter().map(|c| c.valid).sum();
@@ -162,7 +158,8 @@ mod tests {
         let cat = Catalog::builtin().unwrap();
         let limits = Limits::for_arch(90).unwrap();
         let valid = |m, n, k| {
-            let (counts, planned) = plan(&cat, Op::Gemm, Shape { m, n, k }, &limits, &[]).unwrap();
+            let (counts, planned) =
+                plan(&cat, Op::Gemm, Shape::mnk(m, n, k), &limits, &[]).unwrap();
             let of = |fam: &str| {
                 let c = counts.iter().find(|c| c.family == fam).unwrap();
                 let p = planned.iter().filter(|p| p.config.family == fam).count();
@@ -185,11 +182,7 @@ mod tests {
             plan(
                 &cat,
                 Op::Gemm,
-                Shape {
-                    m: 1000,
-                    n: 1000,
-                    k: 1000
-                },
+                Shape::mnk(1000, 1000, 1000),
                 &limits,
                 &["gemm_small_m".into()]
             ),

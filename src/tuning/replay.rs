@@ -587,11 +587,7 @@ mod tests {
         path
     }
 
-    const SHAPE: Shape = Shape {
-        m: 256,
-        n: 256,
-        k: 256,
-    };
+    const SHAPE: Shape = Shape::mnk(256, 256, 256);
 
     /// Ten candidates of a family the catalog does not know: X = 7 is the optimum (1.0 ms),
     /// X = 3 is within 3% (1.02 ms), X = 5 failed, the rest take 2 ms.
@@ -683,11 +679,7 @@ mod tests {
     #[test]
     fn the_model_guided_replay_rebuilds_launches_from_the_catalog() {
         let dir = tempfile::tempdir().unwrap();
-        let shape = Shape {
-            m: 1024,
-            n: 1024,
-            k: 1024,
-        };
+        let shape = Shape::mnk(1024, 1024, 1024);
         let write_with = |name: &str, best: i64| {
             let records: Vec<Record> = [8, 16, 32]
                 .iter()

@@ -167,7 +167,7 @@ mod tests {
     use std::collections::HashMap;
 
     fn s(m: u64, n: u64, k: u64) -> Shape {
-        Shape { m, n, k }
+        Shape::mnk(m, n, k)
     }
 
     #[test]

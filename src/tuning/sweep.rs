@@ -71,7 +71,7 @@ pub fn family_ends(family: &Family, limits: &Limits) -> Result<Vec<Config>, Spac
 /// Shapes whose valid configs make up the pool a family's sweep configs are drawn from: short,
 /// square and long reductions (some constraints depend on K), few rows or columns.
 fn reference_shapes(op: Op) -> Vec<Shape> {
-    let s = |m, n, k| Shape { m, n, k };
+    let s = |m, n, k| Shape::mnk(m, n, k);
     match op {
         Op::Gemm => vec![
             s(1024, 1024, 1024),
@@ -145,23 +145,19 @@ fn dim(rng: &mut Rng, max: u64) -> u64 {
 /// of up to 256 rows up to about 100,000 long.
 pub fn draw_shape(op: Op, rng: &mut Rng) -> Shape {
     match op {
-        Op::Gemm => Shape {
-            m: dim(rng, 3072),
-            n: dim(rng, 3072),
-            k: dim(rng, 3072),
-        },
+        Op::Gemm => Shape::mnk(dim(rng, 3072), dim(rng, 3072), dim(rng, 3072)),
         Op::Gemv => {
             // Long rows come with few of them: the inputs stay small enough to draw quickly.
             let long = rng.below(20) == 0;
-            Shape {
-                m: dim(rng, if long { 256 } else { 4096 }),
-                n: 1,
-                k: if long {
+            Shape::mnk(
+                dim(rng, if long { 256 } else { 4096 }),
+                1,
+                if long {
                     odd_above(rng, 20_000, 100_001)
                 } else {
                     dim(rng, 4096)
                 },
-            }
+            )
         }
     }
 }

@@ -34,7 +34,7 @@ pub const DEFAULT_MAX_SLOWDOWN: f64 = 1.25;
 /// odd sizes below every tile, a K of 1 with M and N one past and one short of a power of two,
 /// and (gemv) very tall and very wide matrices.
 pub fn edge_shapes(op: Op) -> Vec<Shape> {
-    let s = |m, n, k| Shape { m, n, k };
+    let s = |m, n, k| Shape::mnk(m, n, k);
     match op {
         Op::Gemm => vec![
             s(1, 1, 1),
@@ -537,11 +537,7 @@ mod tests {
             },
             claim: Some(Claim {
                 gpu: "G".into(),
-                shape: Shape {
-                    m: 64,
-                    n: 64,
-                    k: 64,
-                },
+                shape: Shape::mnk(64, 64, 64),
                 median_ms,
                 cublas_ms,
                 checksum: "c".into(),

@@ -454,7 +454,7 @@ mod tests {
         std::fs::write(&path, text).unwrap();
         let (op, problems) = from_suite(&path).unwrap();
         assert_eq!(op, Op::Gemv);
-        let want = [Shape { m: 4, n: 1, k: 8 }, Shape { m: 16, n: 1, k: 2 }];
+        let want = [Shape::mnk(4, 1, 8), Shape::mnk(16, 1, 2)];
         assert_eq!(problems.iter().map(|p| p.shape).collect::<Vec<_>>(), want);
         assert!(problems.iter().all(|p| p.kind == Kind::Listed));
         let missing = from_suite(&dir.path().join("missing.toml"));

@@ -30,11 +30,7 @@ fn limits() -> Limits {
 fn enumerates_prunes_and_launches() {
     let s = Space::from_toml_str(SPACE, "toy.toml").unwrap();
     assert_eq!(s.cardinality(), 12);
-    let shape = Shape {
-        m: 100,
-        n: 33,
-        k: 7,
-    };
+    let shape = Shape::mnk(100, 33, 7);
     let p = s.prune(shape, &limits()).unwrap();
     assert_eq!(p.total, 12);
     // TM=3 divides none of 32/64/128; BM=128,TM=1 gives 2048 threads (> 1024).
@@ -91,7 +87,7 @@ fn rejects_bad_files() {
 #[test]
 fn the_model_section_is_optional_and_checked() {
     let s = Space::from_toml_str(SPACE, "toy.toml").unwrap();
-    let shape = Shape { m: 64, n: 64, k: 8 };
+    let shape = Shape::mnk(64, 64, 8);
     let c = s.prune(shape, &limits()).unwrap().valid[0].clone();
     let h = s.model_hints(&c, shape, &limits()).unwrap();
     assert_eq!(h.static_shared_bytes, 4 * 32 * 16);
@@ -142,11 +138,7 @@ fn limits_of_known_archs() {
 #[test]
 fn workspace_bytes_are_evaluated_per_shape_and_checked() {
     let plain = Space::from_toml_str(SPACE, "toy.toml").unwrap();
-    let shape = Shape {
-        m: 100,
-        n: 33,
-        k: 7,
-    };
+    let shape = Shape::mnk(100, 33, 7);
     let c = plain.prune(shape, &limits()).unwrap().valid[0].clone();
     let l = plain.launch(&c, shape, &limits()).unwrap();
     assert_eq!((l.workspace_bytes, l.zero_output), (None, false));
@@ -196,11 +188,7 @@ fn workspace_bytes_are_evaluated_per_shape_and_checked() {
     let why = s.reject_reason(&c, shape, &limits()).unwrap().unwrap();
     assert!(why.contains("workspace_bytes = -100"), "{why}");
     let s = Space::from_toml_str(&with, "t").unwrap();
-    let huge = Shape {
-        m: 1 << 40,
-        n: 1 << 40,
-        k: 1,
-    };
+    let huge = Shape::mnk(1 << 40, 1 << 40, 1);
     let why = s.reject_reason(&c, huge, &limits()).unwrap().unwrap();
     assert!(why.contains("workspace_bytes"), "{why}");
 }
@@ -225,11 +213,7 @@ fn the_deterministic_split_k_space_sizes_its_workspace_as_the_template_lays_it_o
     let cat = crate::family::catalog::Catalog::builtin().unwrap();
     let fam = cat.get("gemm_warptile_splitk_det").unwrap();
     assert!(fam.space.deterministic);
-    let shape = Shape {
-        m: 257,
-        n: 130,
-        k: 16384,
-    };
+    let shape = Shape::mnk(257, 130, 16384);
     let pruned = fam.space.prune(shape, &limits()).unwrap();
     assert!(!pruned.valid.is_empty());
     for c in &pruned.valid {
@@ -269,7 +253,7 @@ fn the_stream_k_space_launches_and_sizes_its_workspace_as_the_template_partition
         (16, 2048, 2048),
         (64, 64, 64),
     ] {
-        let shape = Shape { m, n, k };
+        let shape = Shape::mnk(m, n, k);
         // Every config of the space, whatever the shape constraints say: the template must be
         // right on every shape.
         for c in fam.space.enumerate() {
@@ -319,4 +303,39 @@ fn the_stream_k_space_launches_and_sizes_its_workspace_as_the_template_partition
         }
     }
     assert!(checked > 100, "{checked}");
+}
+
+#[test]
+fn plain_families_refuse_other_forms_and_full_ones_read_the_form() {
+    let plain = Space::from_toml_str(SPACE, "toy.toml").unwrap();
+    assert_eq!(plain.interface, Interface::Plain);
+    let tn = Shape::parse(Op::Gemm, "64x64x64:tn").unwrap();
+    let p = plain.prune(tn, &limits()).unwrap();
+    assert!(p.valid.is_empty());
+    assert_eq!(p.rejected_by.get(PLAIN_ONLY), Some(&p.total));
+    // The form's names are unknown to a plain space ...
+    let reads_batch = SPACE.replace(
+        r#""1"]
+block"#,
+        r#""BATCH"]
+block"#,
+    );
+    assert!(Space::from_toml_str(&reads_batch, "t").is_err());
+    // ... and known to a full one, with the problem's values.
+    let full = reads_batch.replace(
+        "template = \"toy.cu\"",
+        "template = \"toy.cu\"\ninterface = \"full\"",
+    );
+    let full = Space::from_toml_str(&full, "t").unwrap();
+    assert_eq!(full.interface, Interface::Full);
+    let s = Shape::parse(Op::Gemm, "64x64x64:tt:b7:beta").unwrap();
+    let config = &full.prune(s, &limits()).unwrap().valid[0];
+    let env = full.env(config, s, &limits()).unwrap();
+    assert_eq!(
+        (env["BATCH"], env["TRANS_A"], env["TRANS_B"], env["BETA"]),
+        (7, 1, 1, 1)
+    );
+    let launch = full.launch(config, s, &limits()).unwrap();
+    assert_eq!(launch.grid.2, 7);
+    assert_eq!(launch.interface, Interface::Full);
 }
