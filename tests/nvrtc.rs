@@ -378,6 +378,28 @@ fn exported_headers_compile_and_coexist_with_nvrtc_13() {
     );
     assert!(big.contains("namespace autotune_gemv_warp_row_"), "{big}");
     assert_ne!(big, gemv_text);
+    // The full interface: helpers with cuBLAS's arguments, beside the plain headers.
+    let tn = export(
+        "gemm",
+        "512x512x64:tn:b8:beta",
+        &tmp.path().join("gemm_tn.cuh"),
+        &["--check-with", before],
+    );
+    assert!(
+        tn.contains("autotune_gemm_512x512x64_tn_b8_beta(const float* A, int lda, long long strideA, const float* B, int ldb, long long strideB, float* C, int ldc, long long strideC, int batch, float alpha, float beta, cudaStream_t stream)"),
+        "{tn}"
+    );
+    assert!(
+        tn.contains("#define TRANS_A 1\n#define TRANS_B 0\n"),
+        "{tn}"
+    );
+    let t = export(
+        "gemv",
+        "4096x4096:t:b4",
+        &tmp.path().join("gemv_t.cuh"),
+        &["--check-with", before],
+    );
+    assert!(t.contains("autotune_gemv_4096x4096_t_b4(const float* A, int lda, long long strideA, const float* x, long long strideX, float* y, long long strideY, int batch, float alpha, float beta"), "{t}");
 }
 
 /// `export --format cubin` writes the database's choice compiled by NVRTC (an ELF cubin for

@@ -5,6 +5,7 @@
 //! libcublas are loaded (`AUTOTUNE_NVRTC`, `AUTOTUNE_CUBLAS`) follows one set of rules
 //! (`dylib`).
 
+pub mod baseline;
 pub mod bench;
 pub mod cublas_lib;
 pub mod device;
