@@ -248,6 +248,19 @@ fn shape_cases(cases: &mut Vec<Case>) {
         ("gemv", "1073741825x1", &["M = 1073741825", "2^30"]),
         ("gemv", "4x2x4", &["4x2x4", "N = 2", "MxK or Mx1xK"]),
         ("gemv", "4x4x4x4", &["malformed shape", "MxK or Mx1xK"]),
+        // Form tags after the dimensions.
+        (
+            "gemm",
+            "64x64x64:xx",
+            &["unknown tag 'xx'", "nn, nt, tn, tt", "bN"],
+        ),
+        ("gemm", "64x64x64:tn:b0", &["batch count must be between 1"]),
+        (
+            "gemm",
+            "64x64x64:b99999999999",
+            &["batch count must be between 1"],
+        ),
+        ("gemv", "64x64:nt", &["unknown tag 'nt'", "n, t"]),
     ];
     for (op, shape, needles) in shapes {
         for (cmd, line) in shape_commands(op, shape) {
@@ -266,6 +279,27 @@ fn shape_cases(cases: &mut Vec<Case>) {
                 error(&[&malformed, "MxNxK", "2048x2048x2048"]),
             ));
         }
+    }
+    // The form flags of a tuning run.
+    for (flags, needles) in [
+        ("--batch 0", &["--batch 0", "between 1 and"][..]),
+        (
+            "--layout qq",
+            &["unknown gemm layout 'qq'", "nn, nt, tn and tt"][..],
+        ),
+        (
+            "--op gemv --layout nt",
+            &["unknown gemv layout 'nt'", "n (y = A x)"][..],
+        ),
+        ("--beta inf", &["--beta inf", "finite"][..]),
+    ] {
+        let line = format!("--shape 64x64x64 {flags} --dry-run --arch sm_90");
+        let line = line.replace("64x64x64 --op gemv", "64x64 --op gemv");
+        cases.push(case(
+            format!("bad form flag: {flags}"),
+            &line,
+            error(needles),
+        ));
     }
     for op in ["fft", "", "gemm2", "conv"] {
         let unknown = format!("unknown op '{op}'");

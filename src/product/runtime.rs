@@ -688,7 +688,11 @@ impl Tuned {
     ) -> Vec<crate::family::space::Config> {
         let n = n.max(1);
         let mut out: Vec<crate::family::space::Config> = Vec::new();
-        if let Some(r) = self.selector(op).and_then(|s| {
+        // The coverage measured the plain form only: another form is ranked by the
+        // performance model among the configs its families offer.
+        if !shape.form.is_plain() {
+            out = self.model_ranked(op, shape);
+        } else if let Some(r) = self.selector(op).and_then(|s| {
             let ranking = s.rank(shape)?;
             Some(
                 ranking
@@ -715,6 +719,12 @@ impl Tuned {
                 .entries
                 .iter()
                 .filter(|e| e.gpu == self.info.name && e.op == op)
+                .filter(|e| {
+                    shape.form.is_plain()
+                        || self.catalog.get(&e.family).is_ok_and(|f| {
+                            f.space.interface == crate::family::space::Interface::Full
+                        })
+                })
                 .map(|e| (lookup::distance(e.shape(), shape), e))
                 .collect();
             near.sort_by(|a, b| a.0.total_cmp(&b.0));
