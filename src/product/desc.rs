@@ -151,22 +151,9 @@ impl GemmDesc {
 
     /// `batch` products one after the other in each buffer (strides of one operand's extent).
     pub fn batched(mut self, batch: usize) -> GemmDesc {
-        let shape = Shape::mnk(self.m as u64, self.n as u64, self.k as u64);
-        let [a, b, c] = shape
-            .with_form(Form {
-                layout: self.layout,
-                ..Form::PLAIN
-            })
-            .stored(Op::Gemm);
-        let span = |(rows, cols): (u64, u64), ld: usize| {
-            ((rows as usize).saturating_sub(1))
-                .saturating_mul(ld)
-                .saturating_add(cols as usize)
-        };
+        self.batch = 1;
+        [self.stride_a, self.stride_b, self.stride_c] = self.lens();
         self.batch = batch;
-        self.stride_a = span(a, self.lda);
-        self.stride_b = span(b, self.ldb);
-        self.stride_c = span(c, self.ldc);
         self
     }
 
@@ -243,15 +230,9 @@ impl GemvDesc {
 
     /// `batch` products one after the other in each buffer.
     pub fn batched(mut self, batch: usize) -> GemvDesc {
-        let (x, y) = if self.trans {
-            (self.m, self.k)
-        } else {
-            (self.k, self.m)
-        };
+        self.batch = 1;
+        [self.stride_a, self.stride_x, self.stride_y] = self.lens();
         self.batch = batch;
-        self.stride_a = self.m.saturating_sub(1).saturating_mul(self.lda) + self.k;
-        self.stride_x = x;
-        self.stride_y = y;
         self
     }
 
