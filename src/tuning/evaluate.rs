@@ -112,6 +112,10 @@ pub struct ShapeEval {
     pub best: Option<String>,
     /// Configs timed on the shape.
     pub timed: usize,
+    /// Every config that ran, with its median time (ms), in the order timed: the choices,
+    /// then with a budget the portfolio and the search. Kept so that selection rules can be
+    /// re-scored offline against the same measurements.
+    pub times: Vec<(String, f64)>,
 }
 
 impl ShapeEval {
@@ -251,10 +255,12 @@ fn evaluate_one(
         .map_err(run_err)?;
     drop(eval);
     let mut best: Option<(f64, String)> = None;
+    let mut all: Vec<(String, f64)> = Vec::new();
     let mut consider = |t: f64, what: String| {
         if best.as_ref().is_none_or(|(b, _)| t < *b) {
-            best = Some((t, what));
+            best = Some((t, what.clone()));
         }
+        all.push((what, t));
     };
     for (c, t) in configs.iter().zip(&times) {
         if let Ok(t) = t {
@@ -330,6 +336,7 @@ fn evaluate_one(
         best_ms: best.as_ref().map(|b| b.0),
         best: best.map(|b| b.1),
         timed,
+        times: all,
     })
 }
 
