@@ -334,7 +334,7 @@ pub struct Space {
 
 /// Why a plain-interface family has no config for a problem of another form.
 pub const PLAIN_ONLY: &str =
-    "the family computes only the plain form (NN, packed, beta = 0, one product)";
+    "the family computes only the plain form (NN, packed, alpha = 1, beta = 0, one product)";
 
 /// The result of pruning a space.
 #[derive(Debug, Clone)]
