@@ -5,7 +5,7 @@
 //! `M x K`, op(B) `K x N`, C `M x N`; for GEMV, `y = alpha op(A) x + beta y` with A stored
 //! `M x K` (shapes hold `n = 1`). A shape also carries its [`Form`]: the operands' layouts,
 //! whether leading dimensions are padded, whether beta is non-zero and the batch count. The plain
-//! form (NN, packed, beta = 0, one product) is what every family computes; the others need a
+//! form (NN, packed, alpha = 1, beta = 0, one product) is what every family computes; the others need a
 //! family with the full interface.
 //!
 //! Text form: `MxNxK` (gemm) or `MxK` (gemv), then `:`-separated form tags for a non-plain
@@ -190,7 +190,7 @@ impl Default for Form {
 }
 
 impl Form {
-    /// NN, packed, beta = 0, one product.
+    /// NN, packed, alpha = 1, beta = 0, one product.
     pub const PLAIN: Form = Form {
         layout: Layout::Nn,
         padded: false,
