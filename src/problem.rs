@@ -4,9 +4,9 @@
 //! Every matrix is row-major and `f32`: for GEMM, `C = alpha op(A) op(B) + beta C` with op(A)
 //! `M x K`, op(B) `K x N`, C `M x N`; for GEMV, `y = alpha op(A) x + beta y` with A stored
 //! `M x K` (shapes hold `n = 1`). A shape also carries its [`Form`]: the operands' layouts,
-//! whether leading dimensions are padded, whether beta is non-zero and the batch count. The plain
-//! form (NN, packed, alpha = 1, beta = 0, one product) is what every family computes; the others need a
-//! family with the full interface.
+//! whether leading dimensions are padded, whether beta is non-zero, whether alpha is not 1 and
+//! the batch count. The plain form (NN, packed, alpha = 1, beta = 0, one product) is what every
+//! family computes; the others need a family with the full interface.
 //!
 //! Text form: `MxNxK` (gemm) or `MxK` (gemv), then `:`-separated form tags for a non-plain
 //! form: the layout (`nt`, `tn`, `tt`; gemv: `t`), `bN` (a batch of N), `beta` (beta != 0) and
