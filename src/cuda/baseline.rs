@@ -5,6 +5,7 @@
 use crate::cuda::bench::RunError;
 use crate::cuda::cublas_lib::{Batch, Blas, GemmParams, GemvParams, MathMode, Transpose};
 use crate::cuda::device::{Device, DriverContext};
+use crate::measure::verify;
 use crate::problem::{Call, Op, Shape};
 use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut};
 use std::sync::Arc;
@@ -269,17 +270,10 @@ pub(crate) fn gpu_general_reference(
         blas.gemm_strided_batched(&p, &batch, &b64, &a64, &mut c64)?;
         let full: Vec<f64> = s.clone_dtoh(&c64).during("downloading the reference")?;
         // Compact, as the CPU reference orders it.
-        let [_, _, (rows, cols)] = shape.stored(Op::Gemm);
-        let (rows, cols) = (rows as usize, cols as usize);
-        let (ldc, stride) = (call.strides.ldc as usize, call.strides.stride_c as usize);
-        let mut out = Vec::with_capacity(call.batch as usize * rows * cols);
-        for bi in 0..call.batch as usize {
-            for i in 0..rows {
-                let row = bi * stride + i * ldc;
-                out.extend_from_slice(&full[row..row + cols]);
-            }
-        }
-        Ok(out)
+        Ok(verify::compact(
+            &full,
+            verify::output_rows(Op::Gemm, shape, call),
+        ))
     };
     let reference = run(false)?;
     let bound = run(true)?;

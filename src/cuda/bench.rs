@@ -689,7 +689,7 @@ pub fn launch(
 ) -> Result<(), String> {
     let (m, n, k) = (shape.m as i32, shape.n as i32, shape.k as i32);
     let full = FullArgs::of(call)?;
-    if launch.interface == Interface::Plain && !shape.form.is_plain() {
+    if !launch.interface.computes(&shape.form) {
         return Err(format!(
             "{}: {}",
             shape.label(op),
@@ -782,16 +782,13 @@ fn output_before(op: Op, shape: Shape, call: &Call, seed: u64, len: usize) -> Ve
     } else {
         vec![f32::from_bits(u32::MAX); len]
     };
-    let [_, _, (rows, cols)] = shape.stored(op);
-    let (rows, cols) = (rows as usize, cols as usize);
-    let (ldc, stride) = (call.strides.ldc as usize, call.strides.stride_c as usize);
-    if ldc > cols {
-        for bi in 0..call.batch as usize {
-            for i in 0..rows.saturating_sub(1) {
-                let row = bi * stride + i * ldc;
-                v[row + cols..row + ldc].fill(f32::from_bits(CANARY));
-            }
+    // The gaps between consecutive rows: the padding of each row but the last of a product.
+    let mut end = None;
+    for r in verify::output_rows(op, shape, call) {
+        if let Some(e) = end {
+            v[e..r.start].fill(f32::from_bits(CANARY));
         }
+        end = Some(r.end);
     }
     v
 }

@@ -148,6 +148,14 @@ pub enum Interface {
     Full,
 }
 
+impl Interface {
+    /// Whether kernels of this signature compute problems of `form`: the full interface
+    /// every form, the plain one only the plain form.
+    pub fn computes(self, form: &crate::problem::Form) -> bool {
+        self == Interface::Full || form.is_plain()
+    }
+}
+
 /// The names a space's expressions may read about the problem's form, and their values.
 pub fn form_vars(shape: Shape) -> [(&'static str, i64); 4] {
     let f = shape.form;
@@ -594,7 +602,7 @@ impl Space {
         shape: Shape,
         limits: &Limits,
     ) -> Result<Option<String>, SpaceError> {
-        if self.interface == Interface::Plain && !shape.form.is_plain() {
+        if !self.interface.computes(&shape.form) {
             return Ok(Some(PLAIN_ONLY.into()));
         }
         let env = match self.env(config, shape, limits) {

@@ -8,6 +8,7 @@
 
 use crate::problem::{Call, Op, Shape};
 use rayon::prelude::*;
+use std::ops::Range;
 
 /// Deterministic uniform values in [-1, 1): the same `seed` and `stream` give the same values.
 /// Filled in parallel, in chunks with independent generators, so large inputs are quick.
@@ -141,6 +142,29 @@ pub fn general_reference(
     (reference, bound)
 }
 
+/// Where each row of an output laid out by `call` lies in its buffer, in the order
+/// [`general_reference`] uses: product by product, row by row (gemv: one element per row).
+pub fn output_rows(op: Op, shape: Shape, call: &Call) -> impl Iterator<Item = Range<usize>> {
+    let [_, _, (rows, cols)] = shape.stored(op);
+    let (rows, cols) = (rows as usize, cols as usize);
+    let (ldc, stride) = (call.strides.ldc as usize, call.strides.stride_c as usize);
+    (0..call.batch as usize).flat_map(move |bi| {
+        (0..rows).map(move |i| {
+            let start = bi * stride + i * ldc;
+            start..start + cols
+        })
+    })
+}
+
+/// The elements of `rows` (from [`output_rows`]) of `out`, one after the other.
+pub fn compact<T: Copy>(out: &[T], rows: impl Iterator<Item = Range<usize>>) -> Vec<T> {
+    let mut v = Vec::new();
+    for r in rows {
+        v.extend_from_slice(&out[r]);
+    }
+    v
+}
+
 /// The logical elements of an output laid out by `call` (compact, as
 /// [`general_reference`] orders them), and whether every other element of the output (the
 /// padding between rows) still holds what `before` held there.
@@ -151,31 +175,20 @@ pub fn logical_output(
     out: &[f32],
     before: &[f32],
 ) -> (Vec<f32>, bool) {
-    let [_, _, (rows, cols)] = shape.stored(op);
-    let (rows, cols) = (rows as usize, cols as usize);
-    let (ldc, stride) = (call.strides.ldc as usize, call.strides.stride_c as usize);
-    let mut logical = Vec::with_capacity(call.batch as usize * rows * cols);
+    let kept = |r: Range<usize>| {
+        out[r.clone()]
+            .iter()
+            .zip(&before[r])
+            .all(|(x, y)| x.to_bits() == y.to_bits())
+    };
     let mut padding_kept = true;
-    for bi in 0..call.batch as usize {
-        for i in 0..rows {
-            let row = bi * stride + i * ldc;
-            logical.extend_from_slice(&out[row..row + cols]);
-            // The padding after this row, up to the next row (or the next product).
-            let end = if i + 1 < rows {
-                row + ldc
-            } else {
-                ((bi + 1) * stride).min(out.len())
-            };
-            if out[row + cols..end]
-                .iter()
-                .zip(&before[row + cols..end])
-                .any(|(x, y)| x.to_bits() != y.to_bits())
-            {
-                padding_kept = false;
-            }
-        }
+    let mut end = 0;
+    for r in output_rows(op, shape, call) {
+        padding_kept &= kept(end..r.start);
+        end = r.end;
     }
-    (logical, padding_kept)
+    padding_kept &= kept(end..out.len());
+    (compact(out, output_rows(op, shape, call)), padding_kept)
 }
 
 /// Why an output was rejected.

@@ -32,7 +32,7 @@
 
 use crate::db::{Database, Entry};
 use crate::family::catalog::{Catalog, Freshness};
-use crate::family::space::{Config, Interface, Limits};
+use crate::family::space::{Config, Limits};
 use crate::gpu::Arch;
 use crate::problem::{Op, Shape};
 use crate::product::select::{Ranking, Selector};
@@ -435,7 +435,7 @@ fn rules(
         let Ok(f) = catalog.get(&e.family) else {
             return shape.form.is_plain();
         };
-        if !shape.form.is_plain() && f.space.interface != Interface::Full {
+        if !f.space.interface.computes(&shape.form) {
             return false;
         }
         if e.form == shape.form {

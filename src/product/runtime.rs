@@ -721,9 +721,10 @@ impl Tuned {
                 .filter(|e| e.gpu == self.info.name && e.op == op)
                 .filter(|e| {
                     shape.form.is_plain()
-                        || self.catalog.get(&e.family).is_ok_and(|f| {
-                            f.space.interface == crate::family::space::Interface::Full
-                        })
+                        || self
+                            .catalog
+                            .get(&e.family)
+                            .is_ok_and(|f| f.space.interface.computes(&shape.form))
                 })
                 .map(|e| (lookup::distance(e.shape(), shape), e))
                 .collect();
