@@ -268,3 +268,93 @@ fn verify_checks_its_options_before_the_gpu() {
         &["gemm_nonesuch", "gemm_warptile"],
     );
 }
+
+/// `evaluate --rescore`: the report of a committed evaluation (`results/untuned/`) made again
+/// from its recorded times under today's rules and the shipped database, no GPU needed. What
+/// ships must keep its claim on those shapes: with the vendor guard, no gemm shape slower than
+/// cuBLAS.
+#[test]
+fn evaluate_rescores_a_committed_measurement_without_a_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("rescored.json");
+    let md = dir.path().join("rescored.md");
+    let rec = "results/untuned/evaluate-gemm-2026-h100.json";
+    let out = ok(&[
+        "evaluate",
+        "--rescore",
+        rec,
+        "--db",
+        "results/tuning.toml",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        md.to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("summary (gemm, 50 shapes, NVIDIA H100 80GB HBM3)"),
+        "{out}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    let recorded: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(rec).unwrap()).unwrap();
+    assert_eq!(v["gpu"], recorded["gpu"]);
+    assert_eq!(v["seed"], recorded["seed"]);
+    let shapes = v["shapes"].as_array().unwrap();
+    assert_eq!(shapes.len(), 50);
+    // Every outcome that entered the summaries is one the recorded run measured.
+    for (now, then) in shapes.iter().zip(recorded["shapes"].as_array().unwrap()) {
+        assert_eq!(now["label"], then["label"]);
+        for c in now["chosen"].as_array().unwrap() {
+            if c["measured"] == false || c["vendor"] == true {
+                continue;
+            }
+            let t = c["kernel_ms"].as_f64().unwrap();
+            let seen = then["chosen"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .filter_map(|o| o["kernel_ms"].as_f64())
+                .chain(then["best_ms"].as_f64())
+                .any(|o| o == t);
+            assert!(
+                seen,
+                "{} {}: {t} ms was not measured then",
+                now["label"], c["policy"]
+            );
+        }
+    }
+    let runtime = &v["policies"][0];
+    assert_eq!(runtime["policy"], "runtime");
+    let count = runtime["vs_cublas"]["count"].as_u64().unwrap();
+    assert!(
+        count >= 40,
+        "only {count} of 50 shapes re-scored: {runtime}"
+    );
+    assert!(
+        runtime["vs_cublas"]["min"].as_f64().unwrap() >= 1.0,
+        "with the guard a shape runs slower than cuBLAS: {runtime}"
+    );
+    let text = fs::read_to_string(&md).unwrap();
+    assert!(text.contains("re-scored without a GPU"), "{text}");
+    assert!(text.contains("| runtime | "), "{text}");
+
+    // A file that is not an evaluation, and a GPU the database lacks, are clear errors.
+    let bad = dir.path().join("bad.json");
+    fs::write(&bad, "{\"gpu\": 1}").unwrap();
+    common::fails_with(
+        &["evaluate", "--rescore", bad.to_str().unwrap()],
+        &["is not an evaluation written by `autotune evaluate --json`"],
+    );
+    let other = dir.path().join("other.json");
+    fs::write(
+        &other,
+        fs::read_to_string(rec)
+            .unwrap()
+            .replace("NVIDIA H100 80GB HBM3", "Mystery GPU"),
+    )
+    .unwrap();
+    common::fails_with(
+        &["evaluate", "--rescore", other.to_str().unwrap()],
+        &["no [[gpu]] record for 'Mystery GPU'"],
+    );
+}

@@ -324,6 +324,15 @@ fn option_cases(cases: &mut Vec<Case>) {
         ("--shape 64x64x64 --top many", &["--top"]),
         ("--shape 64x64x64 --seed=-1", &["--seed"]),
         ("--shape 64x64x64 --seed 18446744073709551615", &["--seed"]),
+        // A re-scoring reads its shapes from the recorded run and times nothing.
+        (
+            "evaluate --rescore e.json --random 5",
+            &["--rescore", "--random"],
+        ),
+        (
+            "evaluate --rescore e.json --tune-budget 5",
+            &["--rescore", "--tune-budget"],
+        ),
     ] {
         let name = format!("usage error: '{line}'");
         cases.push(case(name, line, Expect::Usage(strings(needles))));

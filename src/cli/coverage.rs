@@ -248,7 +248,7 @@ pub(super) struct EvaluateArgs {
     op: String,
     /// Draw this many random shapes (log-uniform sizes, tiny M/N, tiny K, huge K, odd and
     /// prime sizes), none of them tuned on this GPU.
-    #[arg(long, conflicts_with = "shapes", required_unless_present = "shapes")]
+    #[arg(long, conflicts_with = "shapes", required_unless_present_any = ["shapes", "rescore"])]
     random: Option<usize>,
     /// Read the shapes from a suite file instead.
     #[arg(long)]
@@ -278,15 +278,22 @@ pub(super) struct EvaluateArgs {
     /// Write every measurement as JSON to this file.
     #[arg(long)]
     json: Option<PathBuf>,
+    /// No GPU: re-score the measurements of an earlier run (its --json file) under the rules
+    /// and database of today, to compare a changed selection on the same numbers. Shapes where
+    /// a rule now picks a config that run never timed are left out of the summaries.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["random", "shapes", "tune_budget", "quick", "in_process"])]
+    rescore: Option<PathBuf>,
 }
 
 /// `autotune evaluate`.
 pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
-    use autotune::report::Table;
     use autotune::tuning::evaluate::{self as ev, EvaluateOptions};
     use autotune::tuning::workload;
     let db = Database::load_existing(&a.db)?;
     let catalog = Catalog::builtin().context("loading the built-in kernel families")?;
+    if let Some(path) = &a.rescore {
+        return rescore(a, path, &db, &catalog);
+    }
     let dev = Device::open(a.device)?;
     let (op, problems) = match (&a.shapes, a.random) {
         (Some(path), _) => workload::from_suite(path)?,
@@ -328,6 +335,62 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
     let evals = ev::evaluate(&dev, &tuned, &catalog, &cache, op, &problems, &opts, &|l| {
         eprintln!("{l}")
     })?;
+    let source = format!(
+        "{} shapes ({}), seed {}, database `{}`; x cuBLAS is cuBLAS's time over what the product gets, measured in the same process.",
+        evals.len(),
+        match &a.shapes {
+            Some(p) => format!("from {}", p.display()),
+            None => "random, none tuned on this GPU".to_string(),
+        },
+        a.seed,
+        a.db.display(),
+    );
+    report(a, op, &dev.info.name, a.seed, &evals, &source)
+}
+
+/// `autotune evaluate --rescore FILE`: an earlier run's measurements under today's rules.
+fn rescore(
+    a: &EvaluateArgs,
+    path: &std::path::Path,
+    db: &Database,
+    catalog: &Catalog,
+) -> Result<()> {
+    use autotune::tuning::rescore::{rescore, Recorded};
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the recorded evaluation {}", path.display()))?;
+    let rec: Recorded = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not an evaluation written by `autotune evaluate --json`",
+            path.display()
+        )
+    })?;
+    let evals = rescore(db, catalog, &rec)?;
+    let left_out = evals
+        .iter()
+        .filter(|e| e.chosen.iter().any(|c| !c.measured))
+        .count();
+    let source = format!(
+        "{} shapes re-scored without a GPU from the measurements of `{}` (seed {}) under the rules of this build and database `{}`; {left_out} left out of the summaries (a rule now picks a config that run did not time).",
+        evals.len(),
+        path.display(),
+        rec.seed,
+        a.db.display(),
+    );
+    eprintln!("evaluate --rescore: {source}");
+    report(a, rec.op, &rec.gpu, rec.seed, &evals, &source)
+}
+
+/// Prints an evaluation's per-shape table and summaries, and writes `--out` and `--json`.
+fn report(
+    a: &EvaluateArgs,
+    op: Op,
+    gpu: &str,
+    seed: u64,
+    evals: &[autotune::tuning::evaluate::ShapeEval],
+    source: &str,
+) -> Result<()> {
+    use autotune::report::Table;
+    use autotune::tuning::evaluate as ev;
     let mut table = Table::new(
         &[
             "shape",
@@ -340,7 +403,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
         ],
         &[true, true, true],
     );
-    for e in &evals {
+    for e in evals {
         let c = &e.chosen[0];
         let what = if c.vendor {
             format!("cuBLAS (guard; else {})", c.family)
@@ -363,10 +426,11 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
             e.choice_regret().map_or("-".into(), |r| format!("{r:.3}")),
         ]);
     }
-    let (policies, regret) = ev::summarize(&evals);
+    let (policies, regret) = ev::summarize(evals);
     let mut sums = Table::new(
         &[
             "policy",
+            "shapes",
             "geomean x cuBLAS",
             "p10",
             "median",
@@ -381,6 +445,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
         match &p.vs_cublas {
             Some(s) => sums.row(vec![
                 p.policy.clone(),
+                s.count.to_string(),
                 format!("{:.3}", s.geomean),
                 format!("{:.3}", s.p10),
                 format!("{:.3}", s.median),
@@ -390,6 +455,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
             ]),
             None => sums.row(vec![
                 p.policy.clone(),
+                "0".into(),
                 "-".into(),
                 "-".into(),
                 "-".into(),
@@ -415,20 +481,12 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
         )
     );
     println!("{}", table.render());
-    println!("summary ({op}, {} shapes, {}):", evals.len(), dev.info.name);
+    println!("summary ({op}, {} shapes, {gpu}):", evals.len());
     println!("{}", sums.render());
     println!("{regret_line}");
     if let Some(path) = &a.out {
         let text = format!(
-            "# evaluate: {op} on {}\n\n{} shapes ({}), seed {}, database `{}`; x cuBLAS is cuBLAS's time over what the product gets, measured in the same process.\n\n{}\n{}\n{regret_line}\n\n## Per shape\n\n{}",
-            dev.info.name,
-            evals.len(),
-            match &a.shapes {
-                Some(p) => format!("from {}", p.display()),
-                None => "random, none tuned on this GPU".to_string(),
-            },
-            a.seed,
-            a.db.display(),
+            "# evaluate: {op} on {gpu}\n\n{source}\n\n{}\n{}\n{regret_line}\n\n## Per shape\n\n{}",
             sums.markdown(),
             "",
             table.markdown()
@@ -436,7 +494,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &a.json {
-        let v = serde_json::json!({ "gpu": dev.info.name, "op": op, "seed": a.seed, "shapes": evals, "policies": policies, "regret": regret });
+        let v = serde_json::json!({ "gpu": gpu, "op": op, "seed": seed, "shapes": evals, "policies": policies, "regret": regret });
         std::fs::write(path, serde_json::to_string_pretty(&v)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }

@@ -40,7 +40,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 /// Which rule chose the config.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Rule {
     /// This GPU, op and shape were tuned.
@@ -535,4 +535,4 @@ fn predicted(sel: &Selector, shape: Shape) -> Option<Choice> {
 }
 
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;

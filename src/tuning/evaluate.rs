@@ -16,12 +16,12 @@ use crate::family::catalog::Catalog;
 use crate::family::space::{params_label, Config};
 use crate::measure::timing::TimingSettings;
 use crate::problem::{Op, Shape};
-use crate::product::lookup::{LookupOptions, Rule};
+use crate::product::lookup::{Choice, LookupOptions, Rule};
 use crate::product::runtime::Tuned;
 use crate::tuning::evaluator::Evaluator;
 use crate::tuning::tune::{tune, Silent, TuneError, TuneOptions};
 use crate::tuning::workload::{Problem, Summary};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// The lookup policies every shape is evaluated under: a name and the rules.
@@ -65,7 +65,7 @@ pub struct EvaluateOptions {
 }
 
 /// What one policy chose for one shape, and what it ran at.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Chosen {
     /// The policy's name ([`POLICIES`]).
     pub policy: String,
@@ -83,9 +83,45 @@ pub struct Chosen {
     pub error: Option<String>,
     /// What the product gets: cuBLAS's time where the guard calls it, else the kernel's.
     pub effective_ms: Option<f64>,
+    /// Whether the outcome was measured: always in a run; a re-scored choice the recorded run
+    /// never timed is not ([`crate::tuning::rescore`]), and its shape sits out the summaries.
+    #[serde(default = "measured_default")]
+    pub measured: bool,
+}
+
+fn measured_default() -> bool {
+    true
 }
 
 impl Chosen {
+    /// What `policy`'s choice `c` ran at, given its kernel's outcome on the shape (its median
+    /// time, or why it failed; `None`: never timed) and cuBLAS's time there. The guard's call
+    /// of cuBLAS is an outcome whatever the kernel's.
+    pub fn new(
+        policy: &str,
+        c: &Choice,
+        outcome: Option<Result<f64, String>>,
+        cublas_ms: f64,
+    ) -> Chosen {
+        let measured = c.vendor || outcome.is_some();
+        let (kernel_ms, error) = match outcome {
+            Some(Ok(t)) => (Some(t), None),
+            Some(Err(e)) => (None, Some(e)),
+            None => (None, Some("not timed".to_string())),
+        };
+        Chosen {
+            policy: policy.to_string(),
+            rule: c.rule,
+            vendor: c.vendor,
+            family: c.family.clone(),
+            params: c.params.clone(),
+            kernel_ms,
+            error,
+            effective_ms: if c.vendor { Some(cublas_ms) } else { kernel_ms },
+            measured,
+        }
+    }
+
     /// cuBLAS's time over what the product gets (0 when the kernel failed).
     pub fn vs_cublas(&self, cublas_ms: f64) -> f64 {
         self.effective_ms.map_or(0.0, |t| cublas_ms / t)
@@ -93,7 +129,7 @@ impl Chosen {
 }
 
 /// One shape's evaluation.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ShapeEval {
     /// The shape.
     pub shape: Shape,
@@ -115,6 +151,7 @@ pub struct ShapeEval {
     /// Every config that ran, with its median time (ms), in the order timed: the choices,
     /// then with a budget the portfolio and the search. Kept so that selection rules can be
     /// re-scored offline against the same measurements.
+    #[serde(default)]
     pub times: Vec<(String, f64)>,
 }
 
@@ -264,7 +301,7 @@ fn evaluate_one(
     };
     for (c, t) in configs.iter().zip(&times) {
         if let Ok(t) = t {
-            consider(*t, format!("{} {}", c.family, params_label(&c.params)));
+            consider(*t, config_label(&c.family, &c.params));
         }
     }
     let mut timed = configs.len();
@@ -296,7 +333,7 @@ fn evaluate_one(
         timed += report.results.len();
         for r in &report.results {
             if let Some(t) = r.median_ms() {
-                consider(t, format!("{} {}", r.family, params_label(&r.params)));
+                consider(t, config_label(&r.family, &r.params));
             }
         }
     }
@@ -305,26 +342,12 @@ fn evaluate_one(
         .zip(&choices)
         .map(|((name, _), c)| {
             let i = configs.iter().position(|x| *x == c.config());
-            let t = i.and_then(|i| times.get(i)).cloned();
-            let (kernel_ms, error) = match t {
-                Some(Ok(t)) => (Some(t), None),
-                Some(Err(e)) => (None, Some(e)),
-                None => (None, Some("not timed".to_string())),
-            };
-            Chosen {
-                policy: name.to_string(),
-                rule: c.rule,
-                vendor: c.vendor,
-                family: c.family.clone(),
-                params: c.params.clone(),
-                kernel_ms,
-                error,
-                effective_ms: if c.vendor {
-                    Some(cublas.median_ms)
-                } else {
-                    kernel_ms
-                },
-            }
+            Chosen::new(
+                name,
+                c,
+                i.and_then(|i| times.get(i)).cloned(),
+                cublas.median_ms,
+            )
         })
         .collect();
     Ok(ShapeEval {
@@ -338,6 +361,12 @@ fn evaluate_one(
         timed,
         times: all,
     })
+}
+
+/// The name a config's time is kept under in [`ShapeEval::times`] and `best`: its family and
+/// parameters, as the reports print them.
+pub fn config_label(family: &str, params: &BTreeMap<String, i64>) -> String {
+    format!("{family} {}", params_label(params))
 }
 
 /// Per policy: the summary of x cuBLAS over the shapes, and how often each rule chose.
@@ -354,13 +383,20 @@ pub struct PolicySummary {
 /// Summaries of an evaluation: one per policy, and the regrets
 /// ([`ShapeEval::regret`], [`ShapeEval::choice_regret`]).
 pub fn summarize(evals: &[ShapeEval]) -> (Vec<PolicySummary>, [Option<Summary>; 2]) {
+    // Each policy over the shapes where its choice has an outcome: all of them in a run; a
+    // re-scored shape may have a choice the recorded run never timed ([`Summary::count`]
+    // says how many entered).
+    let scored = |i: usize| {
+        evals
+            .iter()
+            .filter(move |e| e.chosen.get(i).is_some_and(|c| c.measured))
+    };
     let policies = POLICIES
         .iter()
         .enumerate()
         .map(|(i, (name, _))| {
             let mut rules = BTreeMap::new();
-            let values: Vec<f64> = evals
-                .iter()
+            let values: Vec<f64> = scored(i)
                 .map(|e| {
                     let c = &e.chosen[i];
                     let rule = if c.vendor {
@@ -379,16 +415,14 @@ pub fn summarize(evals: &[ShapeEval]) -> (Vec<PolicySummary>, [Option<Summary>; 
             }
         })
         .collect();
-    let all = |f: fn(&ShapeEval) -> Option<f64>| {
-        let v: Vec<f64> = evals.iter().filter_map(f).collect();
-        if v.len() == evals.len() {
-            Summary::of(&v)
-        } else {
-            None
-        }
+    // The regrets read the no-guard choice and the runtime's; a failed kernel has none, and
+    // then no summary is given.
+    let all = |policy: usize, f: fn(&ShapeEval) -> Option<f64>| {
+        let v: Option<Vec<f64>> = scored(policy).map(f).collect();
+        v.and_then(|v| Summary::of(&v))
     };
     (
         policies,
-        [all(ShapeEval::regret), all(ShapeEval::choice_regret)],
+        [all(1, ShapeEval::regret), all(0, ShapeEval::choice_regret)],
     )
 }

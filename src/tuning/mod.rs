@@ -2,7 +2,8 @@
 //! shards ([`shard`]), the analytic performance model ([`model`]), offline replay of journals
 //! ([`replay`]), re-checks of a previous winner ([`recheck`]) and cross-GPU portability
 //! ([`cross`]). [`outcome`] holds the results a run hands to reports; [`workload`] draws the
-//! untuned shapes `autotune evaluate` measures a database on. [`verify`] re-checks what a
+//! untuned shapes `autotune evaluate` measures a database on, and [`rescore`] scores changed
+//! rules against an evaluation's recorded times without a GPU. [`verify`] re-checks what a
 //! database ships (validation on edge shapes, timing against the record, staleness) and
 //! [`verdict`] judges it; [`sweep`] plans the randomized correctness sweep of the GPU tests.
 
@@ -16,6 +17,7 @@ pub mod outcome;
 pub mod plan;
 pub mod recheck;
 pub mod replay;
+pub mod rescore;
 pub mod session;
 pub mod shard;
 pub mod suite;

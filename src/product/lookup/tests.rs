@@ -5,7 +5,8 @@ use crate::db::GpuRecord;
 use crate::family::catalog::Catalog;
 use crate::family::space::Limits;
 
-fn gpu(name: &str, arch: &str) -> GpuRecord {
+/// A GPU record of `arch` named `name` (the other facts an H100's).
+pub(crate) fn gpu(name: &str, arch: &str) -> GpuRecord {
     GpuRecord {
         name: name.into(),
         arch: arch.into(),
@@ -19,7 +20,8 @@ fn gpu(name: &str, arch: &str) -> GpuRecord {
     }
 }
 
-fn entry(gpu: &str, op: Op, shape: &str, bm: i64, vs: f64) -> Entry {
+/// A current `gemm_tile2d` entry with `BM = bm`, measured at `vs` x cuBLAS (1 ms).
+pub(crate) fn entry(gpu: &str, op: Op, shape: &str, bm: i64, vs: f64) -> Entry {
     let s = Shape::parse(op, shape).unwrap();
     Entry {
         gpu: gpu.into(),
