@@ -41,8 +41,8 @@ const CPU_REFERENCE_MAX_MACS: u64 = 1 << 27;
 /// memory another buffer owns.
 const GUARD: usize = 16 * 1024;
 
-/// The guard regions' bit pattern: a signalling NaN no kernel computes by accident.
-const CANARY: u32 = 0x7FA5_A5A5;
+/// The guard regions' bit pattern: the padding's ([`verify::CANARY`]).
+const CANARY: u32 = verify::CANARY;
 
 /// Why the bench as a whole cannot go on (as opposed to one candidate failing).
 #[derive(Debug, thiserror::Error)]
@@ -229,7 +229,7 @@ impl<'d> Bench<'d> {
         let before = if plain {
             Vec::new()
         } else {
-            output_before(op, shape, &call, seed, c_len)
+            verify::output_before(op, shape, &call, seed, c_len)
         };
         let s = &dev.stream;
         let a = s.clone_htod(&a_host).during("uploading A")?;
@@ -771,26 +771,6 @@ fn gpu_reference(shape: Shape) -> bool {
         .saturating_mul(shape.k)
         .saturating_mul(shape.form.batch)
         > CPU_REFERENCE_MAX_MACS
-}
-
-/// The output's image before a validation of a problem of another form than the plain one:
-/// C's old values (seeded) where beta reads them, NaN where it does not (so unwritten
-/// elements fail), [`CANARY`] in the padding between rows (so writes there are caught).
-fn output_before(op: Op, shape: Shape, call: &Call, seed: u64, len: usize) -> Vec<f32> {
-    let mut v = if shape.form.beta {
-        verify::random_values(len, seed, 2)
-    } else {
-        vec![f32::from_bits(u32::MAX); len]
-    };
-    // The gaps between consecutive rows: the padding of each row but the last of a product.
-    let mut end = None;
-    for r in verify::output_rows(op, shape, call) {
-        if let Some(e) = end {
-            v[e..r.start].fill(f32::from_bits(CANARY));
-        }
-        end = Some(r.end);
-    }
-    v
 }
 
 /// Where a kernel wrote outside its output: the first changed canary before or after it.

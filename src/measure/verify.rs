@@ -156,6 +156,30 @@ pub fn output_rows(op: Op, shape: Shape, call: &Call) -> impl Iterator<Item = Ra
     })
 }
 
+/// What a validation writes in the padding between an output's rows (and the bench around the
+/// output): a signalling NaN no kernel computes by accident, so a write there is caught.
+pub const CANARY: u32 = 0x7FA5_A5A5;
+
+/// The output's image before a validation of a problem of another form than the plain one:
+/// C's old values (seeded) where beta reads them, NaN where it does not (so unwritten
+/// elements fail), [`CANARY`] in the padding between rows (so writes there are caught).
+pub fn output_before(op: Op, shape: Shape, call: &Call, seed: u64, len: usize) -> Vec<f32> {
+    let mut v = if shape.form.beta {
+        random_values(len, seed, 2)
+    } else {
+        vec![f32::from_bits(u32::MAX); len]
+    };
+    // The gaps between consecutive rows: the padding of each row but the last of a product.
+    let mut end = None;
+    for r in output_rows(op, shape, call) {
+        if let Some(e) = end {
+            v[e..r.start].fill(f32::from_bits(CANARY));
+        }
+        end = Some(r.end);
+    }
+    v
+}
+
 /// The elements of `rows` (from [`output_rows`]) of `out`, one after the other.
 pub fn compact<T: Copy>(out: &[T], rows: impl Iterator<Item = Range<usize>>) -> Vec<T> {
     let mut v = Vec::new();
