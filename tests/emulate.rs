@@ -24,10 +24,12 @@ use autotune::problem::{Form, Layout, Op, Shape};
 use autotune::tuning::sweep;
 use rayon::prelude::*;
 use std::collections::hash_map::DefaultHasher;
+use std::collections::BTreeMap;
 use std::fs;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// `1`: a missing g++ fails the test instead of skipping it.
 const REQUIRE_EMULATOR: &str = "AUTOTUNE_REQUIRE_EMULATOR";
@@ -245,12 +247,25 @@ fn entry(op: Op, interface: Interface, kernel: &str, workspace: bool) -> String 
     )
 }
 
-/// Compiles `cpp` (cached), returning the executable.
+/// Compiles `cpp` (cached), returning the executable. Jobs of this process that need the same
+/// kernel wait for one compilation.
 fn compile(cpp: &str, arch: u32) -> Result<PathBuf, String> {
+    type Slot = Arc<OnceLock<Result<PathBuf, String>>>;
+    static COMPILED: Mutex<BTreeMap<String, Slot>> = Mutex::new(BTreeMap::new());
     let prelude_text = fs::read_to_string(prelude()).map_err(|e| e.to_string())?;
     let mut h = DefaultHasher::new();
     (cpp, &prelude_text, arch).hash(&mut h);
     let key = format!("{:016x}", h.finish());
+    let slot = COMPILED
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(key.clone())
+        .or_default()
+        .clone();
+    slot.get_or_init(|| compile_now(cpp, arch, &key)).clone()
+}
+
+fn compile_now(cpp: &str, arch: u32, key: &str) -> Result<PathBuf, String> {
     let dir = cache_dir();
     let exe = dir.join(format!("k{key}"));
     if exe.exists() {
@@ -258,6 +273,7 @@ fn compile(cpp: &str, arch: u32) -> Result<PathBuf, String> {
     }
     let src = dir.join(format!("k{key}.cpp"));
     fs::write(&src, cpp).map_err(|e| e.to_string())?;
+    // Another test process may compile the same kernel: each writes its own file, then renames.
     let tmp = dir.join(format!("k{key}.{}.tmp", std::process::id()));
     let out = Command::new("g++")
         .args([
@@ -424,6 +440,9 @@ fn problems(family: &Family) -> Vec<Shape> {
             s(1, 37, 300),
             s(8, 130, 77),
             s(130, 3, 99),
+            // Rows of 16-byte multiples: the vectorised paths, interior and edge tiles.
+            s(96, 128, 64),
+            s(200, 136, 260),
         ],
         Op::Gemv => vec![
             s(1, 1, 1),
@@ -432,6 +451,7 @@ fn problems(family: &Family) -> Vec<Shape> {
             s(1000, 1, 999),
             s(17, 1, 10_001),
             s(3000, 1, 3),
+            s(256, 1, 512),
         ],
     };
     if family.space.interface == Interface::Full {
@@ -458,6 +478,33 @@ fn problems(family: &Family) -> Vec<Shape> {
     v
 }
 
+/// Valid configs of `family` on `shape` that between them take every value each parameter
+/// takes among the valid ones (greedy: each next config adds the most values not yet taken).
+fn covering(family: &Family, shape: Shape, limits: &Limits) -> Vec<Config> {
+    let valid = family.space.prune(shape, limits).unwrap().valid;
+    let mut left: std::collections::BTreeSet<(String, i64)> = valid
+        .iter()
+        .flat_map(|c| c.params.iter().map(|(k, v)| (k.clone(), *v)))
+        .collect();
+    let mut out: Vec<Config> = Vec::new();
+    while !left.is_empty() {
+        let gain = |c: &Config| {
+            c.params
+                .iter()
+                .filter(|(k, v)| left.contains(&((*k).clone(), **v)))
+                .count()
+        };
+        let Some(best) = valid.iter().max_by_key(|c| gain(c)) else {
+            break;
+        };
+        for (k, v) in &best.params {
+            left.remove(&(k.clone(), *v));
+        }
+        out.push(best.clone());
+    }
+    out
+}
+
 #[test]
 fn every_family_validates_on_edge_shapes_in_the_emulator() {
     if !have_gxx() {
@@ -480,12 +527,46 @@ fn every_family_validates_on_edge_shapes_in_the_emulator() {
         // Templates with an sm_80+ path (cp.async) also run their older archs' path (the GTX
         // 1080 Ti's) on a few problems.
         let older = family.inlined.contains("__CUDA_ARCH__");
-        for config in &ends {
-            for (i, shape) in problems(family).into_iter().enumerate() {
+        let problems = problems(family);
+        for (i, &shape) in problems.iter().enumerate() {
+            // The ends of what the space offers on this problem (a layout may open parameters
+            // others do not), else the family's.
+            let here = sweep::space_ends(family, shape, &limits).unwrap();
+            for config in if here.is_empty() { &ends } else { &here } {
                 jobs.push((family, config.clone(), shape, 900));
                 if older && i % 3 == 2 {
                     jobs.push((family, config.clone(), shape, 610));
                 }
+            }
+        }
+        // Every value of every parameter on one problem of each layout: one with 16-byte rows
+        // (padded leading dimensions for the full interface, with beta and two products),
+        // interior tiles up to 256 x 256 (the unchecked copies) and edge tiles in M, N and K.
+        let mut layouts = Vec::new();
+        for p in &problems {
+            if !layouts.contains(&p.form.layout) {
+                layouts.push(p.form.layout);
+            }
+        }
+        for layout in layouts {
+            let form = if family.space.interface == Interface::Full {
+                Form {
+                    layout,
+                    padded: true,
+                    beta: true,
+                    scaled: true,
+                    batch: 2,
+                }
+            } else {
+                Form::default()
+            };
+            let shape = match family.space.op {
+                Op::Gemm => s(520, 264, 152),
+                Op::Gemv => s(520, 1, 152),
+            }
+            .with_form(form);
+            for config in covering(family, shape, &limits) {
+                jobs.push((family, config, shape, 900));
             }
         }
     }
@@ -511,9 +592,13 @@ fn every_family_validates_on_edge_shapes_in_the_emulator() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// A fault injected into a family: (family, text, its mutant, problem).
+type Mutant = (&'static str, &'static str, &'static str, Shape);
+
 /// The emulator catches what it exists for: each mutant of a real template (an out-of-bounds
 /// read, a write past C, a cp.async stage read before its copies are waited for, split-K tile
-/// counters not reset for the next launch) fails, while the unmutated family passes.
+/// counters not reset for the next launch, a 16-byte copy of the wrong chunk) fails, while the
+/// unmutated family passes.
 #[test]
 fn the_emulator_catches_injected_faults() {
     if !have_gxx() {
@@ -525,7 +610,7 @@ fn the_emulator_catches_injected_faults() {
     }
     let catalog = Catalog::builtin().unwrap();
     let limits = Limits::for_arch(90).unwrap();
-    let mutants: [(&str, &str, &str, Shape); 4] = [
+    let mutants: [Mutant; 5] = [
         (
             "gemm_tiled",
             "(row < M && ak < K) ? A[(size_t)row * K + ak]",
@@ -550,12 +635,28 @@ fn the_emulator_catches_injected_faults() {
             "(void)(",
             s(130, 7, 1001),
         ),
+        (
+            "gemm_general",
+            "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep);",
+            "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep + 4);",
+            // Interior tiles (the unchecked copies) for tiles up to 256 x 256.
+            s(520, 264, 152).with_form(Form {
+                layout: Layout::Tn,
+                padded: true,
+                beta: true,
+                scaled: true,
+                batch: 2,
+            }),
+        ),
     ];
     for (name, from, to, shape) in mutants {
         let family = catalog.get(name).unwrap();
-        // The last end: the most split (where a family has splits), so the workspace is used.
-        let ends = sweep::family_ends(family, &limits).unwrap();
-        let config = ends.last().unwrap();
+        // The last config the space offers on the problem: the most split (where a family has
+        // splits), so the workspace is used.
+        let config = &sweep::space_ends(family, shape, &limits)
+            .unwrap()
+            .pop()
+            .unwrap_or_else(|| panic!("{name}: no valid config on {}", shape.label(Op::Gemm)));
         check(family, config, shape, 900)
             .unwrap_or_else(|e| panic!("{name} unmutated on {}: {e}", shape.label(Op::Gemm)));
         assert!(
