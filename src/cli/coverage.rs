@@ -370,7 +370,7 @@ fn rescore(
         .filter(|e| e.chosen.iter().any(|c| !c.measured))
         .count();
     let source = format!(
-        "{} shapes re-scored without a GPU from the measurements of `{}` (seed {}) under the rules of this build and database `{}`; {left_out} left out of the summaries (a rule now picks a config that run did not time).",
+        "{} shapes re-scored without a GPU from the measurements of `{}` (seed {}) under the rules of this build and database `{}`; on {left_out} a policy now picks a config that run did not time, and that policy's summary leaves them out.",
         evals.len(),
         path.display(),
         rec.seed,

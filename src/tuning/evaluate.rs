@@ -84,7 +84,8 @@ pub struct Chosen {
     /// What the product gets: cuBLAS's time where the guard calls it, else the kernel's.
     pub effective_ms: Option<f64>,
     /// Whether the outcome was measured: always in a run; a re-scored choice the recorded run
-    /// never timed is not ([`crate::tuning::rescore`]), and its shape sits out the summaries.
+    /// never timed is not ([`crate::tuning::rescore`]), and its shape sits out its policy's
+    /// summary ([`summarize`]).
     #[serde(default = "measured_default")]
     pub measured: bool,
 }

@@ -5,8 +5,8 @@
 //! choices and, with a tuning budget, the coverage portfolio and the search; files written
 //! before `times` existed keep only the choices and the best). A changed database or selection
 //! rule is scored against exactly those measurements, so two rules are compared on the same
-//! numbers. A shape where some policy now chooses a config the run never timed is left out of
-//! the summaries (and counted), never guessed.
+//! numbers. A shape where a policy now chooses a config the run never timed is left out of that
+//! policy's summary (its count says how many entered), never guessed.
 
 use crate::db::Database;
 use crate::family::catalog::Catalog;
