@@ -52,7 +52,8 @@ fn have_gxx() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// The argument list of `(a, b)` pairs: the expressions inside `"c"(expr)` operands, in order.
+/// The operands of inline PTX: the expression inside each `"c"(expr)` of the output and input
+/// sections, in order.
 fn asm_operands(sections: &[&str]) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for s in sections {
