@@ -420,6 +420,17 @@ fn check(family: &Family, config: &Config, shape: Shape, arch: u32) -> Result<()
     Ok(())
 }
 
+/// A form of the full interface (alpha != 1 always, so the scaling is checked too).
+fn full(layout: Layout, padded: bool, beta: bool, batch: u64) -> Form {
+    Form {
+        layout,
+        padded,
+        beta,
+        scaled: true,
+        batch,
+    }
+}
+
 fn s(m: u64, n: u64, k: u64) -> Shape {
     Shape::mnk(m, n, k)
 }
@@ -456,13 +467,6 @@ fn problems(family: &Family) -> Vec<Shape> {
         ],
     };
     if family.space.interface == Interface::Full {
-        let form = |layout, padded, beta, batch| Form {
-            layout,
-            padded,
-            beta,
-            scaled: true,
-            batch,
-        };
         let layouts: &[Layout] = match op {
             Op::Gemm => &[Layout::Nn, Layout::Nt, Layout::Tn, Layout::Tt],
             Op::Gemv => &[Layout::Nn, Layout::Tn],
@@ -472,8 +476,8 @@ fn problems(family: &Family) -> Vec<Shape> {
                 Op::Gemm => s(67, 45, 93),
                 Op::Gemv => s(67, 1, 93),
             };
-            v.push(base.with_form(form(l, i % 2 == 1, i >= 1, 1)));
-            v.push(base.with_form(form(l, i % 2 == 0, i != 1, 3)));
+            v.push(base.with_form(full(l, i % 2 == 1, i >= 1, 1)));
+            v.push(base.with_form(full(l, i % 2 == 0, i != 1, 3)));
         }
     }
     v
@@ -551,13 +555,7 @@ fn every_family_validates_on_edge_shapes_in_the_emulator() {
         }
         for layout in layouts {
             let form = if family.space.interface == Interface::Full {
-                Form {
-                    layout,
-                    padded: true,
-                    beta: true,
-                    scaled: true,
-                    batch: 2,
-                }
+                full(layout, true, true, 2)
             } else {
                 Form::default()
             };
@@ -641,13 +639,7 @@ fn the_emulator_catches_injected_faults() {
             "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep);",
             "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep + 4);",
             // Interior tiles (the unchecked copies) for tiles up to 256 x 256.
-            s(520, 264, 152).with_form(Form {
-                layout: Layout::Tn,
-                padded: true,
-                beta: true,
-                scaled: true,
-                batch: 2,
-            }),
+            s(520, 264, 152).with_form(full(Layout::Tn, true, true, 2)),
         ),
     ];
     for (name, from, to, shape) in mutants {
