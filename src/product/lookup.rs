@@ -11,12 +11,13 @@
 //! 4. **same arch**: the nearest entry (same distance) of another GPU of the same arch;
 //! 5. **default**: a built-in config per op that is reasonable on any GPU.
 //!
-//! The **vendor guard** (on unless [`LookupOptions::vendor_guard`] is off) then looks at the
-//! evidence of rules 1 and 2: when the exact entry was slower than cuBLAS, or some grid
-//! neighbour of the prediction says it is not clearly faster than cuBLAS
-//! ([`crate::product::select::GUARD_MARGIN`]), the choice
-//! says to call cuBLAS ([`Choice::vendor`]); the config stays in the choice for `explain` and
-//! the exports. The other rules carry no evidence about cuBLAS on this shape.
+//! The **vendor guard** (on unless [`LookupOptions::vendor_guard`] is off) then keeps the
+//! promise in one place ([`Choice::beats_cublas`]): our kernel runs only where evidence of this
+//! GPU on this problem says it beats cuBLAS, an exact entry measured at least as fast, or a
+//! prediction from a grid of the same form whose least favourable neighbour says it is clearly
+//! faster ([`crate::product::select::GUARD_MARGIN`]). Everything else, rules 3 to 5 included
+//! (they carry no evidence about cuBLAS on this problem), says to call cuBLAS
+//! ([`Choice::vendor`]); the config stays in the choice for `explain` and the exports.
 //!
 //! Every template is correct for every shape, so any recorded config is valid for any shape of
 //! the forms its family computes; the fallbacks only cost speed. A problem of another form than
@@ -151,6 +152,23 @@ pub struct Skipped {
 }
 
 impl Choice {
+    /// The promise a product relies on, kept in this one place: whether evidence measured on
+    /// this GPU for this very problem (its shape and form) says the config beats cuBLAS. Only
+    /// two rules carry such evidence: an exact entry that ran at least as fast as cuBLAS, and a
+    /// prediction from a coverage grid of the problem's form whose least favourable neighbour
+    /// still says it is faster ([`crate::product::select::GUARD_MARGIN`]). A nearest tuned
+    /// shape, another GPU's entry and the built-in default say nothing about cuBLAS on this
+    /// problem (a config tuned for 2048 tokens runs 50x slower than cuBLAS on one), so with the
+    /// vendor guard on they never launch: the problem goes to cuBLAS. A measurement that is not
+    /// a number is no evidence either.
+    pub fn beats_cublas(&self) -> bool {
+        match (self.rule, &self.entry, &self.prediction) {
+            (Rule::Exact, Some(e), _) => e.vs_cublas >= 1.0,
+            (Rule::Predicted, _, Some(p)) => p.doubt <= crate::product::select::GUARD_MARGIN,
+            _ => false,
+        }
+    }
+
     /// The chosen configuration, as a family instantiates and launches it.
     pub fn config(&self) -> crate::family::space::Config {
         crate::family::space::Config {
@@ -177,13 +195,13 @@ impl Choice {
         if !self.vendor {
             return line;
         }
-        let why = match (&self.entry, &self.prediction) {
-            (Some(e), _) => format!("measured {:.3}x cuBLAS here", e.vs_cublas),
-            (None, Some(p)) => format!(
+        let why = match (self.rule, &self.entry, &self.prediction) {
+            (Rule::Exact, Some(e), _) => format!("measured {:.3}x cuBLAS here", e.vs_cublas),
+            (_, _, Some(p)) => format!(
                 "predicted {:.4} ms against cuBLAS's {:.4} ms, {:.3}x its time by the least favourable neighbour",
                 p.ms, p.cublas_ms, p.doubt
             ),
-            (None, None) => "no evidence".to_string(),
+            _ => "nothing measured on this GPU says a kernel beats it on this problem".to_string(),
         };
         let prefix = format!("{op} {}: ", shape.label(op));
         let otherwise = line.strip_prefix(&prefix).unwrap_or(&line);
@@ -385,11 +403,7 @@ pub fn lookup_with(
 ) -> Choice {
     let mut choice = rules(db, catalog, gpu, arch, op, shape, opts, selector);
     if opts.vendor_guard {
-        choice.vendor = match (choice.rule, &choice.entry, &choice.prediction) {
-            (Rule::Exact, Some(e), _) => e.vs_cublas < 1.0,
-            (Rule::Predicted, _, Some(p)) => p.doubt > crate::product::select::GUARD_MARGIN,
-            _ => false,
-        };
+        choice.vendor = !choice.beats_cublas();
     }
     choice
 }

@@ -528,10 +528,7 @@ impl Tuned {
             kernel: "cuBLAS".into(),
             reason,
         };
-        let mut guard = self.blas.lock().unwrap_or_else(|p| p.into_inner());
-        if guard.is_none() {
-            *guard = Some(bench::fp32_blas(stream).map_err(|e| fail(e.to_string()))?);
-        }
+        let mut guard = self.blas_handle(stream).map_err(fail)?;
         let Some(blas) = guard.as_mut() else {
             return Err(fail("no cuBLAS handle".into()));
         };
@@ -540,6 +537,18 @@ impl Tuned {
         blas.set_stream(stream.clone())
             .map_err(|e| fail(e.to_string()))?;
         bench::cublas_call(blas, op, shape, call, a, b, &mut out.as_view_mut()).map_err(fail)
+    }
+
+    /// The runtime's cuBLAS handle, created on first use.
+    fn blas_handle(
+        &self,
+        stream: &Arc<CudaStream>,
+    ) -> Result<std::sync::MutexGuard<'_, Option<Blas>>, String> {
+        let mut guard = self.blas.lock().unwrap_or_else(|p| p.into_inner());
+        if guard.is_none() {
+            *guard = Some(bench::fp32_blas(stream).map_err(|e| e.to_string())?);
+        }
+        Ok(guard)
     }
 
     /// Lookup, launch geometry, module: once per (op, shape).
@@ -567,10 +576,23 @@ impl Tuned {
             eprintln!("autotune: {}", choice.describe(op, shape));
         }
         if choice.vendor {
-            if let Ok(mut r) = self.ready.write() {
-                r.insert((op, shape), Ready::Cublas);
+            // A product without cuBLAS still computes: the lookup's config is correct for
+            // every problem, only its speed is unproven.
+            match self.blas_handle(stream) {
+                Ok(_) => {
+                    if let Ok(mut r) = self.ready.write() {
+                        r.insert((op, shape), Ready::Cublas);
+                    }
+                    return Ok(Ready::Cublas);
+                }
+                Err(e) if !self.quiet => eprintln!(
+                    "autotune: {op} {}: cuBLAS could not be loaded ({e}), so the vendor guard cannot call it; launching {} {} instead (install cuBLAS or set AUTOTUNE_CUBLAS)",
+                    shape.label(op),
+                    choice.family,
+                    crate::family::space::params_label(&choice.params)
+                ),
+                Err(_) => {}
             }
-            return Ok(Ready::Cublas);
         }
         let config_err = |reason: String| RuntimeError::Config {
             op,

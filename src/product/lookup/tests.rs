@@ -126,10 +126,121 @@ fn the_vendor_guard_calls_cublas_where_the_exact_entry_lost_to_it() {
         ..LookupOptions::default()
     };
     assert!(!guarded(&db, "4096x4096x4096", off).vendor);
-    // Nearest-shape choices carry no evidence about cuBLAS here: no guard.
+    // Nearest-shape choices carry no evidence about cuBLAS here: cuBLAS.
     let near = guarded(&db, "1500x1500x1500", LookupOptions::default());
-    assert!(near.rule == Rule::Nearest && !near.vendor, "{near:?}");
+    assert!(near.rule == Rule::Nearest && near.vendor, "{near:?}");
+    assert!(near
+        .describe(Op::Gemm, shape("1500x1500x1500"))
+        .contains("cuBLAS (vendor guard: nothing measured on this GPU"));
     assert!(!guarded(&db, "4096x4096x4096", LookupOptions::nearest_only()).vendor);
+}
+
+/// An entry of `op` on `shape` (any form) with the op's default config for that form, current
+/// for the built-in catalog, measured at `vs` x cuBLAS.
+fn entry_of_form(gpu: &str, op: Op, s: &str, vs: f64) -> Entry {
+    let (family, params) = default_config_for(op, shape_of(op, s));
+    Entry {
+        checksum: cat().get(&family).unwrap().checksum.clone(),
+        family,
+        params,
+        ..entry(gpu, op, s, 0, vs)
+    }
+}
+
+fn shape_of(op: Op, s: &str) -> Shape {
+    Shape::parse(op, s).unwrap()
+}
+
+#[test]
+fn every_rule_on_every_form_sends_a_problem_without_winning_evidence_to_cublas() {
+    let forms: &[(Op, &[&str])] = &[
+        (
+            Op::Gemm,
+            &[
+                "", ":nt", ":tn", ":tt", ":beta", ":alpha", ":pad", ":b8", ":nt:b4:beta:pad",
+            ],
+        ),
+        (Op::Gemv, &["", ":t", ":beta", ":pad", ":b4", ":t:b3:beta"]),
+    ];
+    let guard = LookupOptions::default();
+    let off = LookupOptions {
+        vendor_guard: false,
+        ..guard
+    };
+    for &(op, tags) in forms {
+        let (here, near, far) = match op {
+            Op::Gemm => ("768x1024x512", "1536x2048x1024", "96x96x96"),
+            Op::Gemv => ("3000x2000", "6000x4000", "50x50"),
+        };
+        for tag in tags {
+            let (here, near) = (format!("{here}{tag}"), format!("{near}{tag}"));
+            let problem = shape_of(op, &here);
+            let look = |db: &Database, opts: LookupOptions| {
+                lookup_with(db, &cat(), "H100", Some("sm_90"), op, problem, opts, None)
+            };
+            let mut db = Database::new();
+            db.upsert_gpu(gpu("H100", "sm_90"));
+            db.upsert_gpu(gpu("H200", "sm_90"));
+            // Default: nothing tuned anywhere.
+            let c = look(&db, guard);
+            assert!(c.rule == Rule::Default && c.vendor, "{here}: {c:?}");
+            assert!(!look(&db, off).vendor, "{here}");
+            // Same arch: another GPU's entry for this very problem, 3x faster than cuBLAS
+            // there, says nothing about this GPU.
+            db.upsert(entry_of_form("H200", op, &here, 3.0));
+            let c = look(&db, guard);
+            assert!(c.rule == Rule::SameArch && c.vendor, "{here}: {c:?}");
+            assert!(!look(&db, off).vendor, "{here}");
+            // Nearest: an entry of this GPU and form at twice the size, 2x cuBLAS there, and
+            // a far one of another size.
+            db.upsert(entry_of_form("H100", op, &near, 2.0));
+            db.upsert(entry_of_form("H100", op, &format!("{far}{tag}"), 2.0));
+            let c = look(&db, guard);
+            assert!(c.rule == Rule::Nearest && c.vendor, "{here}: {c:?}");
+            assert!(!c.beats_cublas());
+            assert!(!look(&db, off).vendor, "{here}");
+            // Exact: measured slower than cuBLAS (or not a number) goes to cuBLAS; measured at
+            // least as fast launches.
+            for (vs, vendor) in [(0.99, true), (f64::NAN, true), (1.0, false), (1.3, false)] {
+                db.upsert(entry_of_form("H100", op, &here, vs));
+                let c = look(&db, guard);
+                assert_eq!((c.rule, c.vendor), (Rule::Exact, vendor), "{here} at {vs}x");
+                assert!(!look(&db, off).vendor, "{here}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_prediction_launches_only_when_its_least_favourable_neighbour_beats_cublas() {
+    let predicted = |doubt: f64| Choice {
+        rule: Rule::Predicted,
+        family: "gemm_tile2d".into(),
+        params: BTreeMap::new(),
+        entry: None,
+        distance: 0.5,
+        skipped: Vec::new(),
+        prediction: Some(Prediction {
+            ms: 0.5,
+            cublas_ms: 1.0,
+            doubt,
+            index: 0,
+            ranked: 1,
+        }),
+        vendor: false,
+    };
+    let margin = crate::product::select::GUARD_MARGIN;
+    assert!(predicted(margin).beats_cublas());
+    assert!(predicted(0.5).beats_cublas());
+    for doubt in [margin + 1e-9, 1.0, 1.5, f64::NAN] {
+        assert!(!predicted(doubt).beats_cublas(), "doubt {doubt}");
+    }
+    // A prediction without its numbers is no evidence.
+    let bare = Choice {
+        prediction: None,
+        ..predicted(0.5)
+    };
+    assert!(!bare.beats_cublas());
 }
 
 #[test]
