@@ -596,8 +596,9 @@ type Mutant = (&'static str, &'static str, &'static str, Shape);
 
 /// The emulator catches what it exists for: each mutant of a real template (an out-of-bounds
 /// read, a write past C, a cp.async stage read before its copies are waited for, split-K tile
-/// counters not reset for the next launch, a 16-byte copy of the wrong chunk) fails, while the
-/// unmutated family passes.
+/// counters not reset for the next launch, a 16-byte copy of the wrong chunk, a 16-byte
+/// transposing loader storing a chunk's k out of order) fails, while the unmutated family
+/// passes.
 #[test]
 fn the_emulator_catches_injected_faults() {
     if !have_gxx() {
@@ -609,7 +610,7 @@ fn the_emulator_catches_injected_faults() {
     }
     let catalog = Catalog::builtin().unwrap();
     let limits = Limits::for_arch(90).unwrap();
-    let mutants: [Mutant; 5] = [
+    let mutants: [Mutant; 6] = [
         (
             "gemm_tiled",
             "(row < M && ak < K) ? A[(size_t)row * K + ak]",
@@ -640,6 +641,18 @@ fn the_emulator_catches_injected_faults() {
             "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep + 4);",
             // Interior tiles (the unchecked copies) for tiles up to 256 x 256.
             s(520, 264, 152).with_form(full(Layout::Tn, true, true, 2)),
+        ),
+        (
+            "gemm_general",
+            "s[ld] = v.y;",
+            "s[ld] = v.z;",
+            s(132, 72, 152).with_form(Form {
+                layout: Layout::Nt,
+                padded: true,
+                beta: true,
+                scaled: true,
+                batch: 2,
+            }),
         ),
     ];
     for (name, from, to, shape) in mutants {
