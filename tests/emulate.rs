@@ -591,8 +591,15 @@ fn every_family_validates_on_edge_shapes_in_the_emulator() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// A fault injected into a family: (family, text, its mutant, problem).
-type Mutant = (&'static str, &'static str, &'static str, Shape);
+/// A fault injected into a family: (family, text, its mutant, problem, a parameter value the
+/// config run must have).
+type Mutant = (
+    &'static str,
+    &'static str,
+    &'static str,
+    Shape,
+    Option<(&'static str, i64)>,
+);
 
 /// The emulator catches what it exists for: each mutant of a real template (an out-of-bounds
 /// read, a write past C, a cp.async stage read before its copies are waited for, split-K tile
@@ -616,24 +623,28 @@ fn the_emulator_catches_injected_faults() {
             "(row < M && ak < K) ? A[(size_t)row * K + ak]",
             "(row <= M && ak < K) ? A[(size_t)row * K + ak]",
             s(33, 65, 129),
+            None,
         ),
         (
             "gemm_tiled",
             "if (row < M && col < N) {",
             "if (row <= M && col < N) {",
             s(33, 65, 129),
+            None,
         ),
         (
             "gemm_warptile",
             "::\"n\"(N_) : \"memory\"",
             "::\"n\"(N_ + 1) : \"memory\"",
             s(257, 131, 200),
+            None,
         ),
         (
             "gemm_warptile_splitk_det",
             "atomicExch(",
             "(void)(",
             s(130, 7, 1001),
+            None,
         ),
         (
             "gemm_general",
@@ -641,27 +652,25 @@ fn the_emulator_catches_injected_faults() {
             "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep + 4);",
             // Interior tiles (the unchecked copies) for tiles up to 256 x 256.
             s(520, 264, 152).with_form(full(Layout::Tn, true, true, 2)),
+            None,
         ),
         (
             "gemm_general",
             "s[ld] = v.y;",
             "s[ld] = v.z;",
-            s(132, 72, 152).with_form(Form {
-                layout: Layout::Nt,
-                padded: true,
-                beta: true,
-                scaled: true,
-                batch: 2,
-            }),
+            s(132, 72, 152).with_form(full(Layout::Nt, true, true, 2)),
+            Some(("TVEC", 1)),
         ),
     ];
-    for (name, from, to, shape) in mutants {
+    for (name, from, to, shape, want) in mutants {
         let family = catalog.get(name).unwrap();
-        // The last config the space offers on the problem: the most split (where a family has
-        // splits), so the workspace is used.
-        let config = &sweep::space_ends(family, shape, &limits)
-            .unwrap()
-            .pop()
+        // The last config the space offers on the problem (the most split, where a family has
+        // splits, so the workspace is used) that has the wanted parameter value.
+        let valid = family.space.prune(shape, &limits).unwrap().valid;
+        let config = &valid
+            .into_iter()
+            .rev()
+            .find(|c| want.is_none_or(|(k, v)| c.params.get(k) == Some(&v)))
             .unwrap_or_else(|| panic!("{name}: no valid config on {}", shape.label(Op::Gemm)));
         check(family, config, shape, 900)
             .unwrap_or_else(|e| panic!("{name} unmutated on {}: {e}", shape.label(Op::Gemm)));
