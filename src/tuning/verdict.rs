@@ -30,6 +30,38 @@ use std::collections::BTreeMap;
 /// cuBLAS) before it fails.
 pub const DEFAULT_MAX_SLOWDOWN: f64 = 1.25;
 
+/// The problems every verified kernel of the full interface is validated on besides
+/// [`edge_shapes`]: each layout, beta, alpha, padded leading dimensions and batches (three
+/// products; more than the grid's z limit is the GPU tests' job), on odd sizes below and past
+/// the tiles, few rows (the layer call `X W^T` with one and 13 tokens) and a K of 1. A
+/// kernel of a family that computes only the plain form is not run on them.
+pub fn edge_forms(op: Op) -> Vec<Shape> {
+    let labels: &[&str] = match op {
+        Op::Gemm => &[
+            "33x65x129:nt",
+            "33x65x129:tn:beta",
+            "130x7x1001:tt:alpha",
+            "3x5x7:nt:pad:beta",
+            "1x771x513:nt",
+            "13x1029x1027:nt:beta:pad",
+            "2x33x17:tn:b3",
+            "65x33x1:tt:b3:beta:pad",
+            "17x9x300:b3:alpha",
+        ],
+        Op::Gemv => &[
+            "33x129:t",
+            "1000x999:t:beta:pad",
+            "3x5:b3:alpha",
+            "17x100001:t:b3",
+            "100000x3:beta:pad",
+        ],
+    };
+    labels
+        .iter()
+        .filter_map(|l| Shape::parse(op, l).ok())
+        .collect()
+}
+
 /// The shapes every verified kernel is validated on besides its own problem: single elements,
 /// odd sizes below every tile, a K of 1 with M and N one past and one short of a power of two,
 /// and (gemv) very tall and very wide matrices.
@@ -527,6 +559,25 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::problem::Layout;
+
+    #[test]
+    fn the_form_edges_parse_and_cover_every_layout_beta_alpha_padding_and_batches() {
+        let gemm = edge_forms(Op::Gemm);
+        assert_eq!(gemm.len(), 9, "a label does not parse");
+        assert_eq!(edge_forms(Op::Gemv).len(), 5, "a label does not parse");
+        for layout in [Layout::Nt, Layout::Tn, Layout::Tt] {
+            assert!(gemm.iter().any(|s| s.form.layout == layout));
+        }
+        assert!(gemm.iter().any(|s| s.form.beta));
+        assert!(gemm.iter().any(|s| s.form.scaled));
+        assert!(gemm.iter().any(|s| s.form.padded));
+        assert!(gemm.iter().any(|s| s.form.batch > 1));
+        assert!(gemm.iter().all(|s| !s.form.is_plain()));
+        assert!(edge_forms(Op::Gemv)
+            .iter()
+            .any(|s| s.form.layout.trans_a() && s.form.batch > 1));
+    }
 
     fn subject(fresh: Freshness, median_ms: f64, cublas_ms: f64) -> Subject {
         Subject {

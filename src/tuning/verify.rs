@@ -159,11 +159,26 @@ pub fn verify(
         if members.is_empty() {
             continue;
         }
-        let configs: Vec<Config> = members
-            .iter()
-            .map(|&i| subjects[i].config.clone())
-            .collect();
-        for shape in verdict::edge_shapes(op) {
+        let edges = verdict::edge_shapes(op);
+        let forms = verdict::edge_forms(op);
+        for shape in edges.into_iter().chain(forms) {
+            // Beyond the plain form, only the kernels of families that compute the form.
+            let members: Vec<usize> = members
+                .iter()
+                .copied()
+                .filter(|&i| {
+                    catalog
+                        .get(&subjects[i].config.family)
+                        .is_ok_and(|f| f.space.interface.computes(&shape.form))
+                })
+                .collect();
+            if members.is_empty() {
+                continue;
+            }
+            let configs: Vec<Config> = members
+                .iter()
+                .map(|&i| subjects[i].config.clone())
+                .collect();
             let err = run_err(op, shape);
             let mut eval = Evaluator::open(
                 dev,
