@@ -81,6 +81,8 @@ fn reference_shapes(op: Op) -> Vec<Shape> {
             s(1, 4096, 4096),
             s(8, 2048, 2048),
             s(2048, 8, 2048),
+            // Outer products and rank-k updates: the short-K families.
+            s(2048, 2048, 4),
             // Families offered only beyond the plain form: the layer call X W^T of few tokens.
             Shape::parse(Op::Gemm, "8x2048x2048:nt").unwrap_or(s(8, 2048, 2048)),
         ],
