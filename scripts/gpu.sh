@@ -16,6 +16,8 @@
 #   $OUT/portability.json (starting from results/portability.json) and portability.md.
 #   COVER="gemm gemv" measures those ops' coverage grids (`autotune cover`) into the database;
 #   COVER_EXTEND="configs/coverage/gemm-unaligned.toml" then adds those grids (of the same op).
+#   EVAL_FIRST="suite.toml ..." evaluates those suites (`evaluate --shapes`) before any tuning
+#   (EVAL_FIRST_ARGS), writing $OUT/evaluate-<suite>-untuned.md.
 #   EVALUATE="gemm:50 gemv:30" runs `autotune evaluate` on that many seeded random shapes per op
 #   (EVAL_SEEDS, default 2026; EVAL_ARGS), writing $OUT/evaluate-<op>-<seed>.md; ONLINE=N tries online tuning on N shapes.
 #   The GPU tests' randomized sweep: AUTOTUNE_SWEEP=quick (default, ~100 problems) or full (1,000);
@@ -27,7 +29,8 @@
 #   `autotune verify --edge-only --space-ends --in-process` (this GPU's winners and every space's
 #   first and last config on the edge shapes; SANITIZE_VERIFY_ARGS adds options, e.g. --op gemm),
 #   logging $OUT/sanitizer-<tool>.log and each tool's SUMMARY line; SANITIZE_PER_FAMILY=1 runs
-#   one sanitizer process per family at once (verify --family), a summary line per family.
+#   one sanitizer process per family at once (verify --family), a summary line per family
+#   (SANITIZE_FAMILIES="a b" only those).
 #   NVRTC12=.nvrtc validates the sm_61 (GTX 1080 Ti) code path: NVRTC 12 from the xz-compressed
 #   libraries in that directory (scripts/build-gpu.sh puts them there) compiles PTX for
 #   compute_61, run by the randomized sweep (NVRTC12_SWEEP=quick|full) and verify.
@@ -55,6 +58,16 @@ if [ "${SKIP_TESTS:-0}" != 1 ]; then
   echo "gpu tests: $(grep -E '^test result' "$OUT/gpu-tests.log" | tail -1) ($((SECONDS - start)) s)" | tee -a "$OUT/summary.txt"
   grep -E "validated|skipped|^sweep" "$OUT/gpu-tests.log" | tee -a "$OUT/summary.txt"
 fi
+# Suites evaluated before this run tunes anything (EVAL_FIRST="configs/suites/gemm-layers.toml"):
+# what a product gets on those problems from the database as it ships, none of them tuned
+# (EVAL_FIRST_ARGS adds options, e.g. --tune-budget 40 for the best a search finds there).
+for suite in ${EVAL_FIRST:-}; do
+  start=$SECONDS
+  name="evaluate-$(basename "$suite" .toml)-untuned"
+  .gpu/autotune evaluate --shapes "$suite" --db "$DB" --out "$OUT/$name.md" --json "$OUT/$name.json" \
+    ${EVAL_FIRST_ARGS:-} >"$OUT/$name.log" 2>&1 || status=1
+  { echo "== $name: $((SECONDS - start)) s"; grep -A14 "^summary" "$OUT/$name.log"; grep "^Error" "$OUT/$name.log"; } | tee -a "$OUT/summary.txt"
+done
 # Tuning first, so that verify, the sanitizer, coverage and evaluations see the database
 # as it will ship.
 for shape in $SHAPES; do
@@ -163,7 +176,7 @@ if [ "${SANITIZE:-0}" = 1 ]; then
         # One sanitizer process per family, all at once: racecheck over every family in one
         # process ran past 100 s on an H200; the families are independent.
         pids=()
-        for fam in $(ls configs/spaces/*.toml | xargs -n1 basename | sed 's/\.toml$//'); do
+        for fam in ${SANITIZE_FAMILIES:-$(ls configs/spaces/*.toml | xargs -n1 basename | sed 's/\.toml$//')}; do
           sanitized "$tool" --family "$fam" >"$OUT/sanitizer-$tool-$fam.log" 2>&1 &
           pids+=($!)
         done
