@@ -182,6 +182,85 @@ fn shipped_coverage_predicts_untuned_shapes_without_a_gpu() {
     );
 }
 
+/// Coverage is per form: `cover --layout nt` measures the layer call's grid (a dry run lists it
+/// without a GPU), and the shipped database, whose grids are plain, has no NT grid to check or
+/// to predict NT problems from.
+#[test]
+fn cover_measures_one_form_per_grid() {
+    let db = "results/tuning.toml";
+    let dry = ok(&["cover", "--op", "gemm", "--layout", "nt", "--dry-run"]);
+    let first = dry.lines().next().unwrap();
+    assert!(
+        first.contains("gemm:nt grid, 228 shapes, 114 pool shapes")
+            && first.contains("gemm_general")
+            && !first.contains("gemm_tile2d"),
+        "{first}"
+    );
+    assert_eq!(
+        dry.lines()
+            .filter(|l| l.ends_with(":nt") || l.ends_with(":nt *"))
+            .count(),
+        228
+    );
+    assert!(dry.contains("\n  1x256x256:nt *\n"), "{dry}");
+    let dry = ok(&[
+        "cover",
+        "--op",
+        "gemm",
+        "--layout",
+        "tn",
+        "--beta",
+        "1",
+        "--batch",
+        "4",
+        "--dry-run",
+    ]);
+    assert!(dry.contains("gemm:tn:b4:beta grid, 278 shapes"), "{dry}");
+    common::fails_with(
+        &[
+            "cover",
+            "--op",
+            "gemm",
+            "--layout",
+            "nt",
+            "--family",
+            "gemm_tile2d",
+            "--dry-run",
+        ],
+        &["no gemm family named gemm_tile2d computes the form nt"],
+    );
+    common::fails_with(
+        &[
+            "cover",
+            "--loo",
+            "--db",
+            db,
+            "--op",
+            "gemm",
+            "--layout",
+            "nt",
+            "--gpu",
+            "NVIDIA H200",
+        ],
+        &[
+            "no gemm:nt coverage for 'NVIDIA H200'",
+            "NVIDIA H200 gemm coverage",
+        ],
+    );
+    let out = ok(&[
+        "best",
+        "--db",
+        db,
+        "--gpu",
+        "NVIDIA H200",
+        "--shape",
+        "777x1333x555:nt",
+        "--json",
+    ]);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_ne!(v["rule"], "predicted", "{v}");
+}
+
 /// `best` and `export` match `--gpu` as `compare --gpus` and the CSV export do: the exact
 /// name, else the only name containing it, ignoring case; a GPU the database lacks is an error,
 /// or with `--arch` a warning that the answer is for an unseen GPU of that arch.

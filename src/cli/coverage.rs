@@ -7,7 +7,7 @@ use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::Database;
 use autotune::family::catalog::Catalog;
-use autotune::problem::Op;
+use autotune::problem::{Form, Op};
 use autotune::product::select::{Holdout, Selector};
 use autotune::tuning::cover::{self, CoverOptions, Grid};
 use autotune::tuning::workload::Summary;
@@ -18,9 +18,29 @@ pub(super) struct CoverArgs {
     /// The op: gemm or gemv.
     #[arg(long, default_value = "gemm")]
     op: String,
-    /// The grid file (default: the built-in configs/coverage/<op>.toml).
+    /// The grid file (default: the built-in configs/coverage/<op>-<layout>.toml where the
+    /// layout has one, gemm-nt.toml, else configs/coverage/<op>.toml).
     #[arg(long)]
     grid: Option<PathBuf>,
+    /// Operand layouts of every grid problem, as the tuning command takes them: nn, nt, tn,
+    /// tt (gemv: n or t). Default: the grid file's `form` (plain for gemm.toml). The coverage
+    /// predicts for problems of exactly the form measured (layout, beta, padding, batch).
+    #[arg(long)]
+    layout: Option<String>,
+    /// Strided batch of every grid problem: this many products per call (default the grid's,
+    /// 1).
+    #[arg(long)]
+    batch: Option<u64>,
+    /// Beta of every grid problem: any non-zero value measures the beta != 0 form.
+    #[arg(long)]
+    beta: Option<f64>,
+    /// Padded leading dimensions for every grid problem.
+    #[arg(long)]
+    padded: bool,
+    /// No GPU: print the grid's shapes (pool shapes marked) and the families that compute its
+    /// form, then stop.
+    #[arg(long, conflicts_with_all = ["loo", "extend"])]
+    dry_run: bool,
     /// Configs in the portfolio: this GPU's tuned winners of the op first, then the pool's.
     #[arg(long, default_value_t = 28, value_parser = clap::value_parser!(u64).range(1..=256))]
     portfolio: u64,
@@ -50,7 +70,8 @@ pub(super) struct CoverArgs {
     /// grid it lacks (e.g. --grid configs/coverage/gemm-unaligned.toml): no pool search.
     #[arg(long)]
     extend: bool,
-    /// No GPU: print the leave-one-out check of the coverage the database holds for --gpu.
+    /// No GPU: print the leave-one-out check of the coverage the database holds for --gpu (of
+    /// the form --layout, --beta, --padded, --batch give; default plain).
     #[arg(long, requires = "gpu")]
     loo: bool,
     /// The GPU whose coverage --loo checks, as the database names it.
@@ -62,21 +83,43 @@ pub(super) struct CoverArgs {
 pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     let op: Op = a.op.parse()?;
     let catalog = Catalog::builtin().context("loading the built-in kernel families")?;
+    // The flags override the grid's form, part by part, as they override a shape's tags.
+    let form_of = |base: Form| {
+        super::tuning::form_flags(op, base, a.layout.as_deref(), a.batch, a.beta, a.padded)
+    };
     if a.loo {
         let db = Database::load_existing(&a.db)?;
         let gpu = a.gpu.as_deref().unwrap_or_default();
-        return print_loo(&db, &catalog, gpu, op);
+        return print_loo(&db, &catalog, gpu, op, &form_of(Form::PLAIN)?);
     }
     let grid = match &a.grid {
-        Some(p) => Grid::load(p)?,
-        None => Grid::builtin(op)?,
+        Some(p) => {
+            let mut g = Grid::load(p)?;
+            if g.op != op {
+                bail!("the grid is for {}, not {op}: pass --op {}", g.op, g.op);
+            }
+            g.form = form_of(g.form)?;
+            g.check_form(&p.display().to_string())?;
+            g
+        }
+        None => Grid::builtin_for(op, form_of(Form::PLAIN)?)?,
     };
-    if grid.op != op {
-        bail!(
-            "the grid is for {}, not {op}: pass --op {}",
-            grid.op,
-            grid.op
+    let tags = grid.form.tags(op);
+    if a.dry_run {
+        let families = cover::families_for(&catalog, op, &grid.form, &a.families)?;
+        let pool = grid.pool();
+        let shapes = grid.shapes();
+        println!(
+            "cover --dry-run: {op}{tags} grid, {} shapes, {} pool shapes (*); families that compute the form: {}",
+            shapes.len(),
+            pool.len(),
+            families.join(", ")
         );
+        for s in &shapes {
+            let mark = if pool.contains(s) { " *" } else { "" };
+            println!("  {}{mark}", s.label(op));
+        }
+        return Ok(());
     }
     if !a.no_save {
         Database::check_writable(&a.db)?;
@@ -85,10 +128,10 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     // Read once before the run: the coverage to extend and the winners that seed the portfolio.
     let before = Database::load(&a.db)?;
     let base = if a.extend {
-        match before.coverage(&dev.info.name, op) {
+        match before.coverage(&dev.info.name, op, &grid.form) {
             Some(c) => Some(c.clone()),
             None => bail!(
-                "--extend: {} has no {op} coverage for {} to extend: run `autotune cover --op {op}` first",
+                "--extend: {} has no {op}{tags} coverage for {} to extend: run `autotune cover --op {op}` (with the same --layout, --beta, --padded, --batch) first",
                 a.db.display(),
                 dev.info.name
             ),
@@ -96,32 +139,18 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     } else {
         None
     };
-    // This GPU's winners of exhaustive tunes seed the portfolio (fastest first, current only).
-    let mut seeds: Vec<autotune::family::space::Config> = Vec::new();
-    {
-        let mut entries: Vec<_> = before
-            .entries
-            .iter()
-            .filter(|e| {
-                e.gpu == dev.info.name
-                    && e.op == op
-                    && catalog.freshness(&e.family, &e.checksum)
-                        == autotune::family::catalog::Freshness::Current
-            })
-            .collect();
-        entries.sort_by(|x, y| y.vs_cublas.total_cmp(&x.vs_cublas));
-        for e in entries {
-            let c = autotune::family::space::Config {
-                family: e.family.clone(),
-                params: e.params.clone(),
-            };
-            if !seeds.contains(&c) && seeds.len() < a.portfolio as usize / 3 {
-                seeds.push(c);
-            }
-        }
-    }
+    // This GPU's winners of exhaustive tunes seed the portfolio (those of the grid's form
+    // first, then the fastest; current only, of families that compute the form).
+    let seeds = cover::portfolio_seeds(
+        &before,
+        &catalog,
+        &dev.info.name,
+        op,
+        &grid.form,
+        a.portfolio as usize / 3,
+    );
     eprintln!(
-        "cover: {op} on {} ({}), {} grid shapes, {} pool shapes, portfolio of {} ({} seeded by this GPU's tuned winners); baseline cuBLAS {}",
+        "cover: {op}{tags} on {} ({}), {} grid shapes, {} pool shapes, portfolio of {} ({} seeded by this GPU's tuned winners); baseline cuBLAS {}",
         dev.info.name,
         dev.info.arch,
         grid.shapes().len(),
@@ -163,7 +192,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         eprintln!("cover: saved to {}", a.db.display());
         db
     };
-    print_loo(&db, &catalog, &dev.info.name, op)
+    print_loo(&db, &catalog, &dev.info.name, op, &grid.form)
 }
 
 fn summary_line(what: &str, values: &[f64]) -> String {
@@ -182,12 +211,14 @@ fn summary_line(what: &str, values: &[f64]) -> String {
     }
 }
 
-/// Prints how well the coverage of `gpu` predicts each of its own grid points from the others.
-fn print_loo(db: &Database, catalog: &Catalog, gpu: &str, op: Op) -> Result<()> {
-    let Some(cov) = db.coverage(gpu, op) else {
+/// Prints how well the coverage of `gpu` for problems of `form` predicts each of its own grid
+/// points from the others.
+fn print_loo(db: &Database, catalog: &Catalog, gpu: &str, op: Op, form: &Form) -> Result<()> {
+    let tags = form.tags(op);
+    let Some(cov) = db.coverage(gpu, op, form) else {
         let have: Vec<String> = db.coverage.iter().map(|c| c.describe()).collect();
         bail!(
-            "the database has no {op} coverage for '{gpu}' (it has: {}): run `autotune cover --op {op}` on that GPU",
+            "the database has no {op}{tags} coverage for '{gpu}' (it has: {}): run `autotune cover --op {op}` (with --layout, --beta, --padded, --batch for another form) on that GPU",
             if have.is_empty() { "none".to_string() } else { have.join(", ") }
         );
     };
@@ -197,7 +228,7 @@ fn print_loo(db: &Database, catalog: &Catalog, gpu: &str, op: Op) -> Result<()> 
     let sel = Selector::new(cov, rec, catalog)?;
     let loo: Vec<Holdout> = sel.leave_one_out();
     println!(
-        "leave-one-out on {} grid points of {gpu} {op} ({} of {} configs usable):",
+        "leave-one-out on {} grid points of {gpu} {op}{tags} ({} of {} configs usable):",
         loo.len(),
         sel.usable(),
         cov.configs.len()
@@ -313,7 +344,11 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
         dev.info.name,
         dev.info.arch,
         a.db.display(),
-        if db.coverage(&dev.info.name, op).is_some() {
+        if db
+            .coverage
+            .iter()
+            .any(|c| c.gpu == dev.info.name && c.op == op)
+        {
             " (with coverage)"
         } else {
             " (no coverage for this GPU: predictions fall back to the nearest tuned shape)"

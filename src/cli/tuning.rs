@@ -51,11 +51,31 @@ pub(super) fn worker() -> ! {
 /// `shape` with the form the flags `--layout`, `--batch`, `--beta` and `--padded` give it (each
 /// overrides the shape's own tag).
 fn with_form_args(args: &Args, op: Op, shape: Shape) -> Result<Shape> {
-    let mut form = shape.form;
-    if let Some(l) = &args.layout {
+    let form = form_flags(
+        op,
+        shape.form,
+        args.layout.as_deref(),
+        args.batch,
+        args.beta,
+        args.padded,
+    )?;
+    Ok(shape.with_form(form))
+}
+
+/// `form` with what the flags `--layout`, `--batch`, `--beta` and `--padded` say (each
+/// overrides that part of it; `padded` false leaves it as it was).
+pub(super) fn form_flags(
+    op: Op,
+    mut form: autotune::problem::Form,
+    layout: Option<&str>,
+    batch: Option<u64>,
+    beta: Option<f64>,
+    padded: bool,
+) -> Result<autotune::problem::Form> {
+    if let Some(l) = layout {
         form.layout = autotune::problem::Layout::parse(op, l)?;
     }
-    if let Some(b) = args.batch {
+    if let Some(b) = batch {
         if !(1..=autotune::problem::MAX_BATCH).contains(&b) {
             bail!(
                 "--batch {b}: the batch count must be between 1 and {}",
@@ -64,16 +84,16 @@ fn with_form_args(args: &Args, op: Op, shape: Shape) -> Result<Shape> {
         }
         form.batch = b;
     }
-    if let Some(beta) = args.beta {
+    if let Some(beta) = beta {
         if !beta.is_finite() {
             bail!("--beta {beta}: give a finite number (0: C is only written)");
         }
         form.beta = beta != 0.0;
     }
-    if args.padded {
+    if padded {
         form.padded = true;
     }
-    Ok(shape.with_form(form))
+    Ok(form)
 }
 
 /// Tunes the shapes of `--shape` or `--suite` (or compiles them, with `--dry-run`).

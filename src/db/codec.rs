@@ -158,7 +158,15 @@ fn entry_table(entry: &Entry) -> Result<toml::Table, DbError> {
 }
 
 /// The order keys of a `[[coverage]]` table are written in (before its two arrays).
-const COVERAGE_FIELDS: &[&str] = &["gpu", "op", "date", "tool_version", "seed", "produced_by"];
+const COVERAGE_FIELDS: &[&str] = &[
+    "gpu",
+    "op",
+    "form",
+    "date",
+    "tool_version",
+    "seed",
+    "produced_by",
+];
 
 /// Appends a `[[coverage]]` table: its keys, then `configs` and `points` as arrays of inline
 /// tables, one element per line, so that a diff shows which grid point changed.
@@ -358,7 +366,7 @@ impl Database {
         }
         let mut covered = BTreeMap::new();
         for (i, c) in self.coverage.iter().enumerate() {
-            if let Some(first) = covered.insert((c.gpu.as_str(), c.op), i) {
+            if let Some(first) = covered.insert(c.key_ref(), i) {
                 return Err(format!(
                     "[[coverage]] tables {} and {} are both for {}; keep one",
                     first + 1,
@@ -412,7 +420,7 @@ impl Database {
             render_table(&mut out, &table, ENTRY_FIELDS)?;
         }
         let mut coverage: Vec<&Coverage> = self.coverage.iter().collect();
-        coverage.sort_by(|a, b| (a.gpu.as_str(), a.op).cmp(&(b.gpu.as_str(), b.op)));
+        coverage.sort_by(|a, b| a.key_ref().cmp(&b.key_ref()));
         for c in coverage {
             render_coverage(&mut out, c)?;
         }
@@ -707,6 +715,7 @@ also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, f
         db.upsert_coverage(Coverage {
             gpu: "NVIDIA H100 80GB HBM3".into(),
             op: Op::Gemm,
+            form: crate::problem::Form::PLAIN,
             date: "2026-11-23T00:00:00Z".into(),
             tool_version: "0.1.0".into(),
             seed: 7,
@@ -759,6 +768,79 @@ also_measured = [{ source = "a.toml", median_ms = 0.6, cublas_median_ms = 0.5, f
         let back = Database::from_toml_str(&text, "mem").unwrap();
         assert_eq!(back, db);
         assert_eq!(back.to_toml_string().unwrap(), text);
+    }
+
+    #[test]
+    fn coverage_of_a_form_round_trips_and_is_kept_apart_from_the_plain_one() {
+        use crate::problem::{Form, Layout};
+        let nt = Form {
+            layout: Layout::Nt,
+            ..Form::PLAIN
+        };
+        let g = "NVIDIA H100 80GB HBM3";
+        let mut db = coverage_db();
+        let plain = db.coverage[0].clone();
+        let mut other = Coverage {
+            form: nt,
+            seed: 9,
+            ..plain.clone()
+        };
+        assert!(db.upsert_coverage(other.clone()).is_none());
+        assert_eq!(db.coverage.len(), 2);
+        // Found by form; a form without a record has none.
+        assert_eq!(db.coverage(g, Op::Gemm, &Form::PLAIN).unwrap().seed, 7);
+        assert_eq!(db.coverage(g, Op::Gemm, &nt).unwrap().seed, 9);
+        let nt_b2 = Form { batch: 2, ..nt };
+        assert!(db.coverage(g, Op::Gemm, &nt_b2).is_none());
+        let s = |t: &str| Shape::parse(Op::Gemm, t).unwrap();
+        assert_eq!(
+            db.coverage_for(g, Op::Gemm, s("5x6x7:nt")).unwrap().form,
+            nt
+        );
+        // A point of the NT grid is measured for the NT problem only.
+        assert!(db.measured(g, Op::Gemm, s("64x64x64:nt")));
+        assert!(!db.measured(g, Op::Gemm, s("64x64x64:tn")));
+        // Upserting replaces only the record of the same key.
+        other.seed = 11;
+        assert_eq!(db.upsert_coverage(other).unwrap().seed, 9);
+        assert_eq!(db.coverage(g, Op::Gemm, &Form::PLAIN).unwrap().seed, 7);
+        // The form is written after op, the plain record (no `form`) first.
+        let text = db.to_toml_string().unwrap();
+        let plain_at = text
+            .find("[[coverage]]\ngpu = \"NVIDIA H100 80GB HBM3\"\nop = \"gemm\"\ndate")
+            .unwrap();
+        let nt_at = text
+            .find("[[coverage]]\ngpu = \"NVIDIA H100 80GB HBM3\"\nop = \"gemm\"\nform = { batch = 1, beta = false, layout = \"nt\", padded = false, scaled = false }\n")
+            .unwrap();
+        assert!(plain_at < nt_at, "{text}");
+        let back = Database::from_toml_str(&text, "mem").unwrap();
+        assert_eq!(back, db);
+        assert_eq!(back.to_toml_string().unwrap(), text);
+        // Two records of one key are refused; a point with form tags too; a gemv grid of a
+        // layout gemv lacks too.
+        let twice = format!("{text}{}", &text[text.rfind("\n[[coverage]]").unwrap()..]);
+        let err = Database::from_toml_str(&twice, "db.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("both for") && err.contains("gemm:nt coverage"),
+            "{err}"
+        );
+        let tagged = text.replacen("shape = \"64x64x64\"", "shape = \"64x64x64:nt\"", 1);
+        let err = Database::from_toml_str(&tagged, "db.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("dimensions only"), "{err}");
+    }
+
+    #[test]
+    fn the_shipped_database_saves_byte_for_byte() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/results/tuning.toml");
+        let text = std::fs::read_to_string(path).unwrap();
+        let db = Database::from_toml_str(&text, path).unwrap();
+        assert!(!db.coverage.is_empty());
+        assert!(db.coverage.iter().all(|c| c.form.is_plain()));
+        assert_eq!(db.to_toml_string().unwrap(), text);
     }
 
     #[test]

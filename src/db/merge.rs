@@ -348,7 +348,7 @@ impl Database {
             self.upsert_gpu(g);
         }
         for c in other.coverage {
-            match self.coverage(&c.gpu, c.op) {
+            match self.coverage(&c.gpu, c.op, &c.form) {
                 Some(old) if old == &c => {}
                 // The newer measurement of a GPU's grid stays: coverage is not per shape, so
                 // two runs are not mixed point by point.
@@ -761,11 +761,13 @@ mod tests {
     }
 
     #[test]
-    fn coverage_merges_per_gpu_and_op_keeping_the_newer_run() {
+    fn coverage_merges_per_gpu_op_and_form_keeping_the_newer_run() {
         use crate::db::{Coverage, CoverageConfig, CoveragePoint};
+        use crate::problem::Form;
         let cov = |gpu: &str, date: &str, ms: f64| Coverage {
             gpu: gpu.into(),
             op: Op::Gemm,
+            form: crate::problem::Form::PLAIN,
             date: date.into(),
             tool_version: "0".into(),
             seed: 1,
@@ -792,8 +794,14 @@ mod tests {
         )
         .unwrap();
         assert_eq!(m.coverage.len(), 2);
-        assert_eq!(m.coverage("G1", Op::Gemm).unwrap().points[0].ms, vec![2.0]);
-        assert_eq!(m.coverage("G2", Op::Gemm).unwrap().points[0].ms, vec![4.0]);
+        assert_eq!(
+            m.coverage("G1", Op::Gemm, &Form::PLAIN).unwrap().points[0].ms,
+            vec![2.0]
+        );
+        assert_eq!(
+            m.coverage("G2", Op::Gemm, &Form::PLAIN).unwrap().points[0].ms,
+            vec![4.0]
+        );
         assert!(
             report
                 .gpu_notes
@@ -808,7 +816,40 @@ mod tests {
             MergeOptions::default(),
         )
         .unwrap();
-        assert_eq!(m.coverage("G1", Op::Gemm).unwrap().points[0].ms, vec![2.0]);
+        assert_eq!(
+            m.coverage("G1", Op::Gemm, &Form::PLAIN).unwrap().points[0].ms,
+            vec![2.0]
+        );
+        // Records of different forms are kept apart: an older NT grid does not give way to a
+        // newer plain one, nor replace it.
+        let nt = Form {
+            layout: crate::problem::Layout::Nt,
+            ..Form::PLAIN
+        };
+        let mut c = sample_db();
+        c.upsert_coverage(Coverage {
+            form: nt,
+            ..cov("G1", "2026-10-01T00:00:00Z", 5.0)
+        });
+        let (m, report) = Database::merge_all(
+            vec![("m".into(), m), ("c".into(), c)],
+            MergeOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(m.coverage.len(), 3);
+        assert_eq!(
+            m.coverage("G1", Op::Gemm, &Form::PLAIN).unwrap().points[0].ms,
+            vec![2.0]
+        );
+        assert_eq!(
+            m.coverage("G1", Op::Gemm, &nt).unwrap().points[0].ms,
+            vec![5.0]
+        );
+        assert!(
+            report.gpu_notes.iter().all(|n| !n.contains("gemm:nt")),
+            "{:?}",
+            report.gpu_notes
+        );
     }
 
     #[test]

@@ -61,7 +61,7 @@ pub use schema::{
 };
 
 use crate::fileio::{self, WriteLock};
-use crate::problem::{Op, Shape};
+use crate::problem::{Form, Op, Shape};
 use std::fs;
 use std::io::{self, Write as _};
 use std::path::Path;
@@ -239,35 +239,43 @@ impl Database {
         Ok(db)
     }
 
-    /// Sorts GPUs by name, entries by `(gpu, op, m, n, k)` and coverage by `(gpu, op)`, the
-    /// order files are written in.
+    /// Sorts GPUs by name, entries by `(gpu, op, m, n, k)` and coverage by `(gpu, op, form)`
+    /// (the plain form first), the order files are written in.
     pub fn sort(&mut self) {
         self.gpus.sort_by(|a, b| a.name.cmp(&b.name));
         self.entries.sort_by(|a, b| a.key_ref().cmp(&b.key_ref()));
+        self.coverage.sort_by(|a, b| a.key_ref().cmp(&b.key_ref()));
+    }
+
+    /// The coverage record of `gpu` and `op` measured on `form`, if any
+    /// ([`Coverage::serves`]: the form must match exactly, batch included).
+    pub fn coverage(&self, gpu: &str, op: Op, form: &Form) -> Option<&Coverage> {
         self.coverage
-            .sort_by(|a, b| (a.gpu.as_str(), a.op).cmp(&(b.gpu.as_str(), b.op)));
+            .iter()
+            .find(|c| c.gpu == gpu && c.op == op && c.serves(form))
     }
 
-    /// The coverage record of `gpu` and `op`, if measured.
-    pub fn coverage(&self, gpu: &str, op: Op) -> Option<&Coverage> {
-        self.coverage.iter().find(|c| c.gpu == gpu && c.op == op)
+    /// The coverage record that predicts for `shape` on `gpu`: the one of the problem's form.
+    pub fn coverage_for(&self, gpu: &str, op: Op, shape: Shape) -> Option<&Coverage> {
+        self.coverage(gpu, op, &shape.form)
     }
 
-    /// Whether `gpu` measured `op` on `shape`: it has an entry, or its coverage grid holds the
-    /// shape. What "shapes nobody tuned" leaves out.
+    /// Whether `gpu` measured `op` on `shape`: it has an entry, or the coverage grid of the
+    /// shape's form holds it. What "shapes nobody tuned" leaves out.
     pub fn measured(&self, gpu: &str, op: Op, shape: Shape) -> bool {
         self.get(gpu, op, shape).is_some()
             || self
-                .coverage(gpu, op)
-                .is_some_and(|c| c.points.iter().any(|p| p.shape(op) == Some(shape)))
+                .coverage_for(gpu, op, shape)
+                .is_some_and(|c| c.points.iter().any(|p| c.point_shape(p) == Some(shape)))
     }
 
-    /// Adds `cov`, or replaces the coverage of the same GPU and op and returns the old one.
+    /// Adds `cov`, or replaces the coverage of the same GPU, op and form and returns the old
+    /// one.
     pub fn upsert_coverage(&mut self, cov: Coverage) -> Option<Coverage> {
         if let Some(old) = self
             .coverage
             .iter_mut()
-            .find(|c| c.gpu == cov.gpu && c.op == cov.op)
+            .find(|c| c.key_ref() == cov.key_ref())
         {
             return Some(std::mem::replace(old, cov));
         }

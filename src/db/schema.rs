@@ -272,12 +272,22 @@ impl Measurement {
 ///
 /// `ms[i]` is config `i`'s median time on the point's shape; 0 means it failed there (it did
 /// not compile, launch or validate) and is never predicted for that region.
+///
+/// A record is measured on one [`Form`] (`form`, absent for the plain one: files written before
+/// it existed hold plain grids only) and keyed by `(gpu, op, form)`: every point is a problem
+/// of that form (the labels give the dimensions only), and it predicts for problems of exactly
+/// that form, the batch count included ([`Coverage::serves`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Coverage {
     /// The [`GpuRecord::name`] of the GPU.
     pub gpu: String,
     /// The operation.
     pub op: Op,
+    /// The form of every grid point (layouts, padding, beta, alpha, batch), part of the key;
+    /// absent for the plain form. Written as an inline table, e.g. `form = { batch = 1, beta =
+    /// false, layout = "nt", padded = false, scaled = false }` (read with any key left out).
+    #[serde(default, skip_serializing_if = "Form::is_plain")]
+    pub form: Form,
     /// When it was measured, RFC 3339 UTC.
     pub date: String,
     /// The autotune version that measured it.
@@ -318,16 +328,40 @@ pub struct CoveragePoint {
 }
 
 impl CoveragePoint {
-    /// The shape, from its label (checked when the database is read).
+    /// The dimensions, from the label (checked when the database is read), in the plain form:
+    /// [`Coverage::point_shape`] gives the problem with the record's form.
     pub fn shape(&self, op: Op) -> Option<Shape> {
         Shape::parse(op, &self.shape).ok()
     }
 }
 
 impl Coverage {
-    /// How the record is named in messages: `GPU op coverage`.
+    /// How the record is named in messages: `GPU op coverage`, then the form's tags for a
+    /// form other than the plain one (`GPU gemm:nt coverage`).
     pub fn describe(&self) -> String {
-        format!("{} {} coverage", self.gpu, self.op.name())
+        format!(
+            "{} {}{} coverage",
+            self.gpu,
+            self.op.name(),
+            self.form.tags(self.op)
+        )
+    }
+
+    /// The key of the record in a database: `(gpu, op, form)`.
+    pub fn key_ref(&self) -> (&str, Op, Form) {
+        (self.gpu.as_str(), self.op, self.form)
+    }
+
+    /// Whether the grid predicts for problems of `form`: exactly its own form (layout,
+    /// padding, beta, alpha and batch count alike). A grid measured on one form says nothing
+    /// about the speed of another: a plain problem never uses an NT grid, nor the reverse.
+    pub fn serves(&self, form: &Form) -> bool {
+        self.form == *form
+    }
+
+    /// The problem a point measured: its dimensions with the record's form.
+    pub fn point_shape(&self, p: &CoveragePoint) -> Option<Shape> {
+        p.shape(self.op).map(|s| s.with_form(self.form))
     }
 
     /// Checks what TOML types cannot: every point's shape parses, has one time per config,
@@ -337,12 +371,30 @@ impl Coverage {
         if self.configs.is_empty() {
             return Err(format!("{which} has no configs"));
         }
+        if self.op == Op::Gemv && self.form.layout.trans_b() {
+            return Err(format!(
+                "{which}: form layout \"{}\" is not a gemv layout (nn or tn)",
+                self.form.layout.name(Op::Gemm)
+            ));
+        }
+        if !(1..=crate::problem::MAX_BATCH).contains(&self.form.batch) {
+            return Err(format!(
+                "{which}: form batch = {} is not between 1 and {}",
+                self.form.batch,
+                crate::problem::MAX_BATCH
+            ));
+        }
         let mut seen = std::collections::BTreeSet::new();
         for (i, p) in self.points.iter().enumerate() {
             let at = format!("{which}, point {} ({:?})", i + 1, p.shape);
             let shape = p
                 .shape(self.op)
                 .ok_or_else(|| format!("{at}: not a {} shape", self.op.name()))?;
+            if !shape.form.is_plain() {
+                return Err(format!(
+                    "{at}: a point gives the dimensions only; the record's `form` applies to every point"
+                ));
+            }
             if !seen.insert((shape.m, shape.n, shape.k)) {
                 return Err(format!("{at}: the shape is listed twice; keep one"));
             }

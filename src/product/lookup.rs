@@ -3,7 +3,9 @@
 //! Rules, in order:
 //! 1. **exact**: an entry for this GPU, op and shape;
 //! 2. **predicted**: the fastest config of this GPU's coverage portfolio as predicted for the
-//!    shape from the grid measurements ([`crate::product::select`]);
+//!    shape from the grid measurements ([`crate::product::select`]), from the coverage record of
+//!    the problem's form (layout, padding, beta, alpha and batch alike: [`selector_for`]); a
+//!    form without a record of its own skips this rule;
 //! 3. **nearest**: the entry of this GPU and op whose shape is nearest in log space,
 //!    `d = sqrt(sum over M, N, K and the batch of ln(a / b)^2)` (so 2048 is as far from 1024
 //!    as from 4096), plus a penalty for each part of the form (layout, beta, padding) that
@@ -24,7 +26,7 @@
 //! the plain one (a layout, padded leading dimensions, beta, a batch: [`crate::problem::Form`])
 //! is served only by families of the full interface: the rules pass over the entries of the
 //! others, and over entries of another form whose config the family's space does not offer
-//! for the problem (its constraints say where a config belongs: e.g. gemv's `y = A^T x` path), the coverage (measured on the plain form) does not predict for it, and its default
+//! for the problem (its constraints say where a config belongs: e.g. gemv's `y = A^T x` path), only a coverage measured on its form predicts for it, and its default
 //! is a config of the full-interface family of the op. An entry tuned for another layout is
 //! recompiled for the problem's layout. An entry tuned against another version of its family (its
 //! checksum is not this build's, [`Freshness`]) is never chosen: its evidence is not this
@@ -35,7 +37,7 @@ use crate::db::{Database, Entry};
 use crate::family::catalog::{Catalog, Freshness};
 use crate::family::space::{Config, Limits};
 use crate::gpu::Arch;
-use crate::problem::{Op, Shape};
+use crate::problem::{Form, Op, Shape};
 use crate::product::select::{Ranking, Selector};
 use std::collections::BTreeMap;
 use std::fmt;
@@ -367,7 +369,7 @@ pub fn lookup(
     op: Op,
     shape: Shape,
 ) -> Choice {
-    let selector = selector_for(db, catalog, gpu, op);
+    let selector = selector_for(db, catalog, gpu, op, &shape.form);
     lookup_with(
         db,
         catalog,
@@ -380,17 +382,24 @@ pub fn lookup(
     )
 }
 
-/// The predictor of `gpu`'s coverage for `op`, when the database has one it can use.
-pub fn selector_for(db: &Database, catalog: &Catalog, gpu: &str, op: Op) -> Option<Selector> {
-    let cov = db.coverage(gpu, op)?;
+/// The predictor of `gpu`'s coverage for `op` on problems of `form` (the record measured on
+/// that very form), when the database has one it can use.
+pub fn selector_for(
+    db: &Database,
+    catalog: &Catalog,
+    gpu: &str,
+    op: Op,
+    form: &Form,
+) -> Option<Selector> {
+    let cov = db.coverage(gpu, op, form)?;
     let rec = db.gpu(gpu)?;
     Selector::new(cov, rec, catalog)
         .ok()
         .filter(|s| s.usable() > 0 && s.points() > 0)
 }
 
-/// [`lookup`] with a choice of rules, predicting with `selector` (from [`selector_for`], kept
-/// by callers that look up many shapes).
+/// [`lookup`] with a choice of rules, predicting with `selector` (from [`selector_for`] for the
+/// problem's form, kept by callers that look up many shapes; one of another form is not used).
 #[allow(clippy::too_many_arguments)]
 pub fn lookup_with(
     db: &Database,
@@ -476,8 +485,10 @@ fn rules(
             pass_over(Rule::Exact, e);
         }
     }
-    if found.is_none() && opts.coverage && shape.form.is_plain() {
-        if let Some(pick) = selector.and_then(|sel| predicted(sel, shape)) {
+    // Only a grid of the problem's own form predicts for it.
+    if found.is_none() && opts.coverage {
+        let own = selector.filter(|sel| sel.form() == shape.form);
+        if let Some(pick) = own.and_then(|sel| predicted(sel, shape)) {
             return Choice { skipped, ..pick };
         }
     }
@@ -551,3 +562,6 @@ fn predicted(sel: &Selector, shape: Shape) -> Option<Choice> {
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+#[cfg(test)]
+mod form_tests;

@@ -32,7 +32,7 @@ use crate::db::{Database, DbError};
 use crate::family::catalog::{Catalog, CatalogError, Kernel};
 use crate::family::space::{Launch, WorkspaceZero};
 use crate::gpu::{Arch, DeviceInfo};
-use crate::problem::{Call, Op, Shape, ShapeError};
+use crate::problem::{Call, Form, Op, Shape, ShapeError};
 use crate::product::desc::{DescError, GemmDesc, GemvDesc};
 use crate::product::lookup::{self, Choice, LookupOptions, Rule};
 use crate::product::online::{self, OnlineTuning};
@@ -155,13 +155,18 @@ pub struct Tuned {
     disk_hits: AtomicUsize,
     quiet: bool,
     options: LookupOptions,
-    selectors: Mutex<HashMap<Op, Option<Arc<Selector>>>>,
+    /// Coverage predictors by op and form: each form is predicted from its own grid.
+    selectors: Mutex<Selectors>,
     blas: Mutex<Option<Blas>>,
     recorder: Option<Recorder>,
     record_failed: std::sync::atomic::AtomicBool,
     online: Option<OnlineTuning>,
     online_failed: std::sync::atomic::AtomicBool,
 }
+
+/// The runtime's coverage predictors, by op and form (none where the database has no usable
+/// grid of that form), built on first use.
+type Selectors = HashMap<(Op, Form), Option<Arc<Selector>>>;
 
 impl Tuned {
     /// A CUDA context on GPU `ordinal`, for [`Tuned::new`] and the product's own buffers: an
@@ -276,7 +281,7 @@ impl Tuned {
     /// [`LookupOptions::nearest_only`], the rules before coverage), for comparisons.
     pub fn explain_with(&self, op: Op, shape: Shape, options: LookupOptions) -> Choice {
         let arch = self.info.arch.to_string();
-        let selector = self.selector(op);
+        let selector = self.selector(op, &shape.form);
         let db = self.db.read().unwrap_or_else(|p| p.into_inner());
         lookup::lookup_with(
             &db,
@@ -290,9 +295,16 @@ impl Tuned {
         )
     }
 
-    /// The configs of this GPU's coverage portfolio for `op` that this build can launch.
+    /// The configs of this GPU's coverage portfolio for `op` (its plain-form grid) that this
+    /// build can launch.
     pub fn portfolio(&self, op: Op) -> Vec<crate::family::space::Config> {
-        self.selector(op).map_or_else(Vec::new, |s| {
+        self.portfolio_for(op, &Form::PLAIN)
+    }
+
+    /// The configs of this GPU's coverage portfolio for `op` on problems of `form` (the grid
+    /// measured on that form; empty without one) that this build can launch.
+    pub fn portfolio_for(&self, op: Op, form: &Form) -> Vec<crate::family::space::Config> {
+        self.selector(op, form).map_or_else(Vec::new, |s| {
             (0..s.len())
                 .filter(|&i| s.is_usable(i))
                 .filter_map(|i| s.config(i).cloned())
@@ -300,13 +312,14 @@ impl Tuned {
         })
     }
 
-    /// This GPU's coverage predictor for `op`, built once.
-    fn selector(&self, op: Op) -> Option<Arc<Selector>> {
+    /// This GPU's coverage predictor for `op` on problems of `form`, built once per op and
+    /// form.
+    fn selector(&self, op: Op, form: &Form) -> Option<Arc<Selector>> {
         let mut map = self.selectors.lock().unwrap_or_else(|p| p.into_inner());
-        map.entry(op)
+        map.entry((op, *form))
             .or_insert_with(|| {
                 let db = self.db.read().unwrap_or_else(|p| p.into_inner());
-                lookup::selector_for(&db, &self.catalog, &self.info.name, op).map(Arc::new)
+                lookup::selector_for(&db, &self.catalog, &self.info.name, op, form).map(Arc::new)
             })
             .clone()
     }
@@ -710,11 +723,12 @@ impl Tuned {
     ) -> Vec<crate::family::space::Config> {
         let n = n.max(1);
         let mut out: Vec<crate::family::space::Config> = Vec::new();
-        // The coverage measured the plain form only: another form is ranked by the
-        // performance model among the configs its families offer.
-        if !shape.form.is_plain() {
+        // A form without a coverage grid of its own is ranked by the performance model among
+        // the configs its families offer.
+        let selector = self.selector(op, &shape.form);
+        if selector.is_none() && !shape.form.is_plain() {
             out = self.model_ranked(op, shape);
-        } else if let Some(r) = self.selector(op).and_then(|s| {
+        } else if let Some(r) = selector.and_then(|s| {
             let ranking = s.rank(shape)?;
             Some(
                 ranking

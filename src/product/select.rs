@@ -24,7 +24,7 @@ use crate::db::{Coverage, CoverageConfig, GpuRecord};
 use crate::family::catalog::{Catalog, Freshness};
 use crate::family::space::{Config, Limits};
 use crate::gpu::Arch;
-use crate::problem::{Op, Shape};
+use crate::problem::{Form, Op, Shape};
 use crate::tuning::model::{estimate, Footprint, Machine};
 use std::str::FromStr;
 
@@ -106,9 +106,11 @@ struct Point {
     ms: Vec<f64>,
 }
 
-/// A coverage record made ready to predict from, for one GPU.
+/// A coverage record made ready to predict from, for one GPU and one form (the record's: it
+/// ranks problems of that form only).
 pub struct Selector {
     op: Op,
+    form: Form,
     configs: Vec<Usable>,
     points: Vec<Point>,
     machine: Machine,
@@ -178,13 +180,14 @@ impl Selector {
         let configs: Vec<Usable> = cov.configs.iter().map(|c| usable(c, catalog)).collect();
         let mut sel = Selector {
             op: cov.op,
+            form: cov.form,
             configs,
             points: Vec::new(),
             machine,
             limits,
         };
         for p in &cov.points {
-            let Some(shape) = p.shape(cov.op) else {
+            let Some(shape) = cov.point_shape(p) else {
                 continue;
             };
             // A database checks these; a record built in code might not: an unusable time
@@ -217,6 +220,11 @@ impl Selector {
             });
         }
         Ok(sel)
+    }
+
+    /// The form of the problems it predicts for (its coverage's).
+    pub fn form(&self) -> Form {
+        self.form
     }
 
     /// The portfolio config at `index`.
@@ -267,8 +275,12 @@ impl Selector {
     }
 
     /// Ranks the usable configs for `shape`, fastest predicted first. `None` when the grid
-    /// is empty or no config is usable.
+    /// is empty, no config is usable, or `shape` is of another form than the grid's (a grid
+    /// says nothing about another form's speed).
     pub fn rank(&self, shape: Shape) -> Option<Ranking> {
+        if shape.form != self.form {
+            return None;
+        }
         self.rank_without(shape, None)
     }
 
@@ -475,6 +487,7 @@ mod tests {
         let mut cov = Coverage {
             gpu: h100().name,
             op: Op::Gemm,
+            form: crate::problem::Form::PLAIN,
             date: "2026-11-23T00:00:00Z".into(),
             tool_version: "0".into(),
             seed: 1,

@@ -8,7 +8,15 @@
 //!    cuBLAS.
 //!
 //! The result is a [`Coverage`] record for the database; [`crate::product::select`] predicts
-//! from it. The grid is data: `configs/coverage/<op>.toml` ([`Grid`]).
+//! from it. The grid is data: `configs/coverage/<op>.toml` ([`Grid`]), or
+//! `configs/coverage/<op>-<layout>.toml` where a layout has its own (`gemm-nt.toml`, the layer
+//! call `X · Wᵀ`).
+//!
+//! A run measures one [`Form`] ([`Grid::form`]): every grid point is a problem of that form, the
+//! pool searches and the portfolio use only the families that compute it
+//! ([`crate::family::space::Interface::computes`]), cuBLAS is timed with the matching call, and
+//! the record is keyed by it, so that the runtime predicts from it for problems of exactly that
+//! form ([`Coverage::serves`]).
 
 use crate::cuda::bench::RunError;
 use crate::cuda::device::Device;
@@ -18,7 +26,7 @@ use crate::db::{Coverage, CoverageConfig, CoveragePoint, Producer};
 use crate::family::catalog::{Catalog, Freshness};
 use crate::family::space::Config;
 use crate::measure::timing::TimingSettings;
-use crate::problem::{Op, Shape};
+use crate::problem::{Form, Layout, Op, Shape};
 use crate::tuning::evaluator::Evaluator;
 use crate::tuning::outcome::utc_now_rfc3339;
 use crate::tuning::tune::{tune, Silent, TuneError, TuneOptions};
@@ -29,6 +37,10 @@ use std::path::Path;
 /// The grids built into the binary, by op.
 const BUILTIN: &[(&str, &str)] = &[
     ("gemm", include_str!("../../configs/coverage/gemm.toml")),
+    (
+        "gemm-nt",
+        include_str!("../../configs/coverage/gemm-nt.toml"),
+    ),
     ("gemv", include_str!("../../configs/coverage/gemv.toml")),
 ];
 
@@ -38,6 +50,11 @@ const BUILTIN: &[(&str, &str)] = &[
 pub struct Grid {
     /// The op.
     pub op: Op,
+    /// The form of every grid shape (default plain), written like an entry's:
+    /// `form = { layout = "nt" }` (the keys left out are plain: packed, beta 0, alpha 1, batch
+    /// 1). The caps apply to one product of a batch.
+    #[serde(default)]
+    pub form: Form,
     /// Values of M.
     pub m: Vec<u64>,
     /// Values of N (gemm only; gemv has N = 1).
@@ -104,6 +121,24 @@ pub enum CoverError {
         /// The changed family.
         family: String,
     },
+    /// No family of the op (of those named) computes the grid's form.
+    #[error("no {op} family{named} computes the form {form}: problems beyond the plain form need a family of the full interface (e.g. gemm_general)")]
+    NoFamily {
+        /// The op.
+        op: Op,
+        /// ` named a, b` when families were named.
+        named: String,
+        /// The form's tags.
+        form: String,
+    },
+    /// The coverage to extend was measured on another form than the grid's.
+    #[error("{coverage} was measured on another form than the grid's ({grid}): extend the coverage of that form")]
+    OtherForm {
+        /// The coverage.
+        coverage: String,
+        /// The grid's form.
+        grid: String,
+    },
     /// No config ran on any pool shape.
     #[error(
         "no config of the {0} families ran on any pool shape: nothing to build a portfolio from"
@@ -112,7 +147,22 @@ pub enum CoverError {
 }
 
 impl Grid {
-    /// The built-in grid of `op`.
+    /// The built-in grid for problems of `op` in `form`: `<op>-<layout>.toml` where the layout
+    /// has one (gemm `nt`), else `<op>.toml`, with its form set to `form`.
+    pub fn builtin_for(op: Op, form: Form) -> Result<Grid, CoverError> {
+        let own = format!("{}-{}", op.name(), form.layout.name(op));
+        let mut g = match BUILTIN.iter().find(|(n, _)| *n == own) {
+            Some((name, text)) if form.layout != Layout::Nn => {
+                Grid::from_toml_str(text, &format!("configs/coverage/{name}.toml (built in)"))?
+            }
+            _ => Grid::builtin(op)?,
+        };
+        g.form = form;
+        g.check_form(&format!("configs/coverage/{}.toml (built in)", op.name()))?;
+        Ok(g)
+    }
+
+    /// The built-in grid of `op`, plain form.
     pub fn builtin(op: Op) -> Result<Grid, CoverError> {
         let (name, text) = BUILTIN
             .iter()
@@ -154,10 +204,34 @@ impl Grid {
         if g.pool_every == 0 {
             return Err(err("`pool_every` must be at least 1".into()));
         }
+        g.check_form(path)?;
         if g.shapes().is_empty() {
             return Err(err("the caps leave no shape".into()));
         }
         Ok(g)
+    }
+
+    /// Checks that the form is one of the op's (a gemv layout is `nn` or `tn`; a batch of 1 to
+    /// [`crate::problem::MAX_BATCH`]); `path` names the grid in the message.
+    pub fn check_form(&self, path: &str) -> Result<(), CoverError> {
+        let err = |message: String| CoverError::Grid {
+            path: path.to_string(),
+            message,
+        };
+        if self.op == Op::Gemv && self.form.layout.trans_b() {
+            return Err(err(format!(
+                "gemv has no layout {}: use nn (y = A x) or tn (y = A^T x)",
+                self.form.layout.name(Op::Gemm)
+            )));
+        }
+        if !(1..=crate::problem::MAX_BATCH).contains(&self.form.batch) {
+            return Err(err(format!(
+                "the batch count must be between 1 and {} (got {})",
+                crate::problem::MAX_BATCH,
+                self.form.batch
+            )));
+        }
+        Ok(())
     }
 
     fn points(&self) -> Vec<Shape> {
@@ -174,7 +248,7 @@ impl Grid {
                         .and_then(|mn| mn.checked_mul(k))
                         .is_some_and(|macs| macs <= self.max_macs);
                     if fits && Shape::new(self.op, m, n, k).is_ok() {
-                        out.push(Shape::mnk(m, n, k));
+                        out.push(Shape::mnk(m, n, k).with_form(self.form));
                     }
                 }
             }
@@ -182,7 +256,7 @@ impl Grid {
         out
     }
 
-    /// Every grid shape.
+    /// Every grid shape, of the grid's form.
     pub fn shapes(&self) -> Vec<Shape> {
         self.points()
     }
@@ -310,6 +384,84 @@ pub fn choose_portfolio(seeds: &[Config], pool: &[Vec<(Config, f64)>], size: usi
     chosen.into_iter().map(|c| configs[c].clone()).collect()
 }
 
+/// The families a coverage run of `op` on `form` searches and times: those of the op (only the
+/// ones named in `named`, when any) whose kernels compute the form.
+pub fn families_for(
+    catalog: &Catalog,
+    op: Op,
+    form: &Form,
+    named: &[String],
+) -> Result<Vec<String>, CoverError> {
+    let out: Vec<String> = catalog
+        .for_op(op)
+        .filter(|f| named.is_empty() || named.iter().any(|n| n == f.name()))
+        .filter(|f| f.space.interface.computes(form))
+        .map(|f| f.name().to_string())
+        .collect();
+    if out.is_empty() {
+        return Err(CoverError::NoFamily {
+            op,
+            named: if named.is_empty() {
+                String::new()
+            } else {
+                format!(" named {}", named.join(", "))
+            },
+            form: form_name(op, form),
+        });
+    }
+    Ok(out)
+}
+
+/// How a form is named in messages: its tags, or `plain`.
+fn form_name(op: Op, form: &Form) -> String {
+    if form.is_plain() {
+        "plain".to_string()
+    } else {
+        form.tags(op).trim_start_matches(':').replace(':', ", ")
+    }
+}
+
+/// The configs that seed a coverage portfolio of `gpu` for `op` on `form`: the current winners
+/// of `db`'s entries of that GPU and op whose family computes the form, those of the form
+/// itself first, then by speed over cuBLAS; at most `max`, each once.
+pub fn portfolio_seeds(
+    db: &crate::db::Database,
+    catalog: &Catalog,
+    gpu: &str,
+    op: Op,
+    form: &Form,
+    max: usize,
+) -> Vec<Config> {
+    let mut entries: Vec<_> = db
+        .entries
+        .iter()
+        .filter(|e| {
+            e.gpu == gpu
+                && e.op == op
+                && catalog.freshness(&e.family, &e.checksum) == Freshness::Current
+                && catalog
+                    .get(&e.family)
+                    .is_ok_and(|f| f.space.interface.computes(form))
+        })
+        .collect();
+    entries.sort_by(|x, y| {
+        (y.form == *form)
+            .cmp(&(x.form == *form))
+            .then(y.vs_cublas.total_cmp(&x.vs_cublas))
+    });
+    let mut seeds: Vec<Config> = Vec::new();
+    for e in entries {
+        let c = Config {
+            family: e.family.clone(),
+            params: e.params.clone(),
+        };
+        if !seeds.contains(&c) && seeds.len() < max {
+            seeds.push(c);
+        }
+    }
+    seeds
+}
+
 /// What a coverage run reports as it goes.
 pub trait CoverProgress: Sync {
     /// One line of news.
@@ -333,6 +485,14 @@ pub fn cover(
 ) -> Result<Coverage, CoverError> {
     let op = grid.op;
     nvrtc::check_arch(dev.info.arch)?;
+    // Only the families that compute the grid's form search and seed the portfolio.
+    let families = families_for(catalog, op, &grid.form, &opts.families)?;
+    let seeds: Vec<Config> = opts
+        .seeds
+        .iter()
+        .filter(|c| families.contains(&c.family))
+        .cloned()
+        .collect();
     let pool_shapes = grid.pool();
     let mut pool = Vec::new();
     for (i, &shape) in pool_shapes.iter().enumerate() {
@@ -340,7 +500,7 @@ pub fn cover(
         let topts = TuneOptions {
             seed: opts.seed,
             timing: opts.timing,
-            families: opts.families.clone(),
+            families: families.clone(),
             budget: Some(opts.pool_budget),
             isolation: opts.isolation.clone(),
             disk_cache: opts.disk_cache.clone(),
@@ -390,7 +550,7 @@ pub fn cover(
         ));
         pool.push(measured);
     }
-    let portfolio = choose_portfolio(&opts.seeds, &pool, opts.portfolio);
+    let portfolio = choose_portfolio(&seeds, &pool, opts.portfolio);
     if portfolio.is_empty() {
         return Err(CoverError::EmptyPool(op));
     }
@@ -426,6 +586,7 @@ pub fn cover(
     Ok(Coverage {
         gpu: dev.info.name.clone(),
         op,
+        form: grid.form,
         date: utc_now_rfc3339(),
         tool_version: env!("CARGO_PKG_VERSION").to_string(),
         seed: opts.seed,
@@ -441,10 +602,11 @@ pub fn cover(
     })
 }
 
-/// Adds the shapes of `grid` that `base` lacks to `base` (a coverage of this GPU), timing its
-/// portfolio there: the portfolio and the points it has stay, so a grid can grow (e.g. by
-/// shapes of another kind) without a new pool search. Every config of `base` must be current
-/// (its family unchanged since), or the old and new times would be of different kernels.
+/// Adds the shapes of `grid` that `base` lacks to `base` (a coverage of this GPU, of the grid's
+/// form), timing its portfolio there: the portfolio and the points it has stay, so a grid can
+/// grow (e.g. by shapes of another kind) without a new pool search. Every config of `base` must
+/// be current (its family unchanged since), or the old and new times would be of different
+/// kernels.
 pub fn extend(
     dev: &Device,
     catalog: &Catalog,
@@ -456,6 +618,12 @@ pub fn extend(
 ) -> Result<Coverage, CoverError> {
     let op = grid.op;
     nvrtc::check_arch(dev.info.arch)?;
+    if base.form != grid.form {
+        return Err(CoverError::OtherForm {
+            coverage: base.describe(),
+            grid: form_name(op, &grid.form),
+        });
+    }
     if let Some(stale) = base
         .configs
         .iter()
@@ -466,7 +634,11 @@ pub fn extend(
             family: stale.family.clone(),
         });
     }
-    let have: Vec<Shape> = base.points.iter().filter_map(|p| p.shape(op)).collect();
+    let have: Vec<Shape> = base
+        .points
+        .iter()
+        .filter_map(|p| base.point_shape(p))
+        .collect();
     let shapes: Vec<Shape> = grid
         .shapes()
         .into_iter()
@@ -543,8 +715,9 @@ fn measure_grid(
             cublas.median_ms,
             cublas.median_ms / best
         ));
+        // The label gives the dimensions; the record's form applies to every point.
         points.push(CoveragePoint {
-            shape: shape.label(op),
+            shape: shape.dims().label(op),
             cublas_ms: cublas.median_ms,
             ms,
         });
@@ -615,6 +788,148 @@ mod tests {
     }
 
     #[test]
+    fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
+        use crate::problem::Layout;
+        let nt = Form {
+            layout: Layout::Nt,
+            ..Form::PLAIN
+        };
+        let g = Grid::builtin_for(Op::Gemm, nt).unwrap();
+        let shapes = g.shapes();
+        // No more points than the plain grid: about the same GPU time.
+        let plain = Grid::builtin(Op::Gemm).unwrap().shapes().len();
+        assert_eq!((shapes.len(), plain), (228, 278));
+        assert!(shapes.iter().all(|s| s.form == nt));
+        assert!(shapes
+            .iter()
+            .all(|s| s.m * s.n <= g.max_output && s.m * s.n * s.k <= g.max_macs));
+        // Decode-sized M (1 to 16) on many widths, and every M in the pool.
+        for m in [1u64, 2, 4, 8, 16, 64, 256, 1024, 4096, 8192] {
+            assert!(
+                g.pool().iter().any(|s| s.m == m),
+                "no pool shape with M = {m}"
+            );
+        }
+        assert!(shapes.iter().filter(|s| s.m <= 16).count() >= 100);
+        // The file names its form, so --grid alone measures NT.
+        let file = Grid::load(Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/configs/coverage/gemm-nt.toml"
+        )))
+        .unwrap();
+        assert_eq!(file.form, nt);
+        // The NT file with flags for beta and a batch; another layout takes the plain grid's
+        // sizes in its form.
+        let nt_beta_b4 = Form {
+            beta: true,
+            batch: 4,
+            ..nt
+        };
+        let g = Grid::builtin_for(Op::Gemm, nt_beta_b4).unwrap();
+        assert_eq!(g.shapes().len(), 228);
+        assert!(g.shapes().iter().all(|s| s.form == nt_beta_b4));
+        let tn = Form {
+            layout: Layout::Tn,
+            ..Form::PLAIN
+        };
+        let g = Grid::builtin_for(Op::Gemm, tn).unwrap();
+        assert_eq!(g.shapes().len(), plain);
+        assert!(g.shapes().iter().all(|s| s.form == tn));
+        assert_eq!(
+            Grid::builtin_for(Op::Gemm, Form::PLAIN).unwrap(),
+            Grid::builtin(Op::Gemm).unwrap()
+        );
+        let gemv_t = Grid::builtin_for(Op::Gemv, tn).unwrap();
+        assert!(gemv_t.shapes().iter().all(|s| s.form == tn && s.n == 1));
+        assert!(Grid::builtin_for(Op::Gemv, nt).is_err());
+    }
+
+    #[test]
+    fn a_form_is_searched_and_seeded_with_the_families_that_compute_it() {
+        use crate::problem::Layout;
+        let cat = Catalog::builtin().unwrap();
+        let nt = Form {
+            layout: Layout::Nt,
+            ..Form::PLAIN
+        };
+        let full = families_for(&cat, Op::Gemm, &nt, &[]).unwrap();
+        assert!(full.contains(&"gemm_general".to_string()));
+        assert!(full
+            .iter()
+            .all(|f| cat.get(f).unwrap().space.interface.computes(&nt)));
+        let all = families_for(&cat, Op::Gemm, &Form::PLAIN, &[]).unwrap();
+        assert!(all.len() > full.len() && all.contains(&"gemm_tile2d".to_string()));
+        let err = families_for(&cat, Op::Gemm, &nt, &["gemm_tile2d".into()])
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("gemm_tile2d") && err.contains("nt"), "{err}");
+        // Seeds: current winners of families that compute the form, the form's own first.
+        let mut db = crate::db::Database::new();
+        let gpu = "NVIDIA Test GPU";
+        let entry = |shape: &str, family: &str, vs: f64, stages: i64| {
+            let s = Shape::parse(Op::Gemm, shape).unwrap();
+            let mut e = db_entry(gpu, s, family, &cat);
+            e.vs_cublas = vs;
+            e.params.insert("STAGES".into(), stages);
+            e
+        };
+        db.upsert(entry("512x512x512", "gemm_tile2d", 2.0, 1));
+        db.upsert(entry("512x512x512:tn", "gemm_general", 1.5, 2));
+        db.upsert(entry("256x256x256:nt", "gemm_general", 1.1, 3));
+        let stages =
+            |seeds: Vec<Config>| -> Vec<i64> { seeds.iter().map(|c| c.params["STAGES"]).collect() };
+        assert_eq!(
+            stages(portfolio_seeds(&db, &cat, gpu, Op::Gemm, &nt, 5)),
+            vec![3, 2]
+        );
+        assert_eq!(
+            stages(portfolio_seeds(&db, &cat, gpu, Op::Gemm, &nt, 1)),
+            vec![3]
+        );
+        assert_eq!(
+            stages(portfolio_seeds(&db, &cat, gpu, Op::Gemm, &Form::PLAIN, 5)),
+            vec![1, 2, 3]
+        );
+    }
+
+    /// A current entry of `family` (its default params) for `shape` on `gpu`.
+    fn db_entry(gpu: &str, shape: Shape, family: &str, cat: &Catalog) -> crate::db::Entry {
+        crate::db::Entry {
+            gpu: gpu.into(),
+            op: Op::Gemm,
+            shape: shape.label(Op::Gemm),
+            m: shape.m,
+            n: shape.n,
+            k: shape.k,
+            form: shape.form,
+            family: family.into(),
+            kernel: "k".into(),
+            params: BTreeMap::new(),
+            median_ms: 1.0,
+            min_ms: 1.0,
+            spread_pct: 0.0,
+            samples: 1,
+            gflops: 1.0,
+            gbs: 1.0,
+            cublas_median_ms: 1.0,
+            vs_cublas: 1.0,
+            pct_of_peak: 1.0,
+            max_rel_error: 0.0,
+            tolerance: 1e-5,
+            tried: 1,
+            failed: 0,
+            seed: 1,
+            date: "2026-01-01T00:00:00Z".into(),
+            tool_version: "0".into(),
+            checksum: cat.get(family).unwrap().checksum.clone(),
+            deterministic: None,
+            partial: None,
+            produced_by: None,
+            also_measured: Vec::new(),
+        }
+    }
+
+    #[test]
     fn bad_grids_are_refused_with_the_reason() {
         let base = "op = \"gemm\"\nm = [1, 4]\nn = [1]\nk = [8]\nmax_macs = 1000\npool_every = 1\n";
         assert!(Grid::from_toml_str(base, "g").is_ok());
@@ -624,6 +939,16 @@ mod tests {
             ("pool_every = 1", "pool_every = 0", "pool_every"),
             ("max_macs = 1000", "max_macs = 1", "no shape"),
             ("pool_every = 1", "pool_every = 1\ntypo = 2", "typo"),
+            (
+                "pool_every = 1",
+                "pool_every = 1\nform = { batch = 0 }",
+                "batch",
+            ),
+            (
+                "pool_every = 1",
+                "pool_every = 1\nform = { layout = \"xy\" }",
+                "xy",
+            ),
         ] {
             let err = Grid::from_toml_str(&base.replace(from, to), "g.toml")
                 .unwrap_err()
@@ -632,5 +957,8 @@ mod tests {
         }
         let gemv = "op = \"gemv\"\nm = [4]\nn = [2]\nk = [8]\nmax_macs = 1000\npool_every = 1\n";
         assert!(Grid::from_toml_str(gemv, "v").is_err());
+        let gemv_nt = "op = \"gemv\"\nform = { layout = \"nt\" }\nm = [4]\nk = [8]\nmax_macs = 1000\npool_every = 1\n";
+        let err = Grid::from_toml_str(gemv_nt, "v").unwrap_err().to_string();
+        assert!(err.contains("gemv has no layout nt"), "{err}");
     }
 }

@@ -83,7 +83,8 @@ pub fn rescore(
         .ok_or_else(|| RescoreError::NoGpu(rec.gpu.clone()))?
         .arch
         .clone();
-    let selector = selector_for(db, catalog, &rec.gpu, rec.op);
+    // One predictor per form (each from the grid of its form), built on first use.
+    let mut selectors = std::collections::HashMap::new();
     rec.shapes
         .iter()
         .map(|e| {
@@ -95,6 +96,9 @@ pub fn rescore(
                 });
             }
             let measured = measurements(e);
+            let selector = selectors
+                .entry(e.shape.form)
+                .or_insert_with(|| selector_for(db, catalog, &rec.gpu, rec.op, &e.shape.form));
             let chosen = POLICIES
                 .iter()
                 .map(|(name, opts)| {
