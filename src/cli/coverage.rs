@@ -47,7 +47,8 @@ pub(super) struct CoverArgs {
     /// Evaluations of each pool search.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     pool_budget: u64,
-    /// The tuning database the coverage is written to (replacing this GPU's for the op).
+    /// The tuning database the coverage is written to (replacing this GPU's for the op and
+    /// form).
     #[arg(long, default_value = "results/tuning.toml")]
     db: PathBuf,
     /// CUDA device ordinal.
