@@ -333,6 +333,19 @@ fn option_cases(cases: &mut Vec<Case>) {
             "evaluate --rescore e.json --tune-budget 5",
             &["--rescore", "--tune-budget"],
         ),
+        // The forms of a random draw: all or plain, and only for --random.
+        (
+            "evaluate --random 5 --forms bogus",
+            &["unknown forms 'bogus'", "all", "plain"],
+        ),
+        (
+            "evaluate --shapes s.toml --forms all",
+            &["--forms", "--shapes"],
+        ),
+        (
+            "evaluate --rescore e.json --forms plain",
+            &["--rescore", "--forms"],
+        ),
     ] {
         let name = format!("usage error: '{line}'");
         cases.push(case(name, line, Expect::Usage(strings(needles))));

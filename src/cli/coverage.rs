@@ -279,9 +279,14 @@ pub(super) struct EvaluateArgs {
     #[arg(long, default_value = "gemm")]
     op: String,
     /// Draw this many random shapes (log-uniform sizes, tiny M/N, tiny K, huge K, odd and
-    /// prime sizes), none of them tuned on this GPU.
+    /// prime sizes; with --forms all also layer calls X·Wᵀ), none of them tuned on this GPU.
     #[arg(long, conflicts_with = "shapes", required_unless_present_any = ["shapes", "rescore"])]
     random: Option<usize>,
+    /// The forms of the --random shapes: all (each draws a layout, beta, padding, alpha and a
+    /// batch; for gemm two in five are layer calls X·Wᵀ, NT) or plain (NN, packed, alpha 1,
+    /// beta 0, one product: the draws of before, same seed same shapes). Default: all.
+    #[arg(long, value_name = "all|plain", conflicts_with_all = ["shapes", "rescore"], value_parser = parse_forms)]
+    forms: Option<autotune::tuning::workload::Forms>,
     /// Read the shapes from a suite file instead.
     #[arg(long)]
     shapes: Option<PathBuf>,
@@ -317,6 +322,10 @@ pub(super) struct EvaluateArgs {
     rescore: Option<PathBuf>,
 }
 
+fn parse_forms(text: &str) -> Result<autotune::tuning::workload::Forms, String> {
+    text.parse()
+}
+
 /// `autotune evaluate`.
 pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
     use autotune::tuning::evaluate::{self as ev, EvaluateOptions};
@@ -334,7 +343,9 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
             let gpu = dev.info.name.clone();
             // Shapes this GPU was tuned on, or that its coverage grid measured, are not drawn.
             let tuned = |s: &autotune::problem::Shape| db.measured(&gpu, op, *s);
-            (op, workload::random_problems(op, count, a.seed, &tuned)?)
+            let forms = a.forms.unwrap_or_default();
+            let drawn = workload::random_problems_in(op, forms, count, a.seed, &tuned)?;
+            (op, drawn)
         }
         (None, None) => bail!("give --random N or --shapes FILE"),
     };
@@ -376,7 +387,10 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
         evals.len(),
         match &a.shapes {
             Some(p) => format!("from {}", p.display()),
-            None => "random, none tuned on this GPU".to_string(),
+            None => format!(
+                "random, {} forms, none tuned on this GPU",
+                a.forms.unwrap_or_default()
+            ),
         },
         a.seed,
         a.db.display(),
@@ -436,6 +450,7 @@ fn report(
             "no guard",
             "before",
             "regret",
+            "choice regret",
         ],
         &[true, true, true],
     );
@@ -501,6 +516,41 @@ fn report(
             ]),
         }
     }
+    // The runtime's x cuBLAS per kind and per layout, and how many shapes have each form.
+    let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
+    let runtime = |e: &ev::ShapeEval| e.chosen[0].vs_cublas(e.cublas_ms).max(1e-3);
+    for e in evals.iter().filter(|e| e.chosen[0].measured) {
+        let layout = format!("layout {}", e.shape.form.layout.name(op));
+        for group in [format!("kind {}", e.kind), layout] {
+            match groups.iter_mut().find(|(g, _)| *g == group) {
+                Some((_, v)) => v.push(runtime(e)),
+                None => groups.push((group, vec![runtime(e)])),
+            }
+        }
+    }
+    groups.sort_by(|x, y| x.0.cmp(&y.0));
+    let mut by = Table::new(
+        &[
+            "kind / layout",
+            "shapes",
+            "runtime geomean x cuBLAS",
+            "worst",
+        ],
+        &[true],
+    );
+    for (group, values) in &groups {
+        let s = Summary::of(values);
+        by.row(vec![
+            group.clone(),
+            values.len().to_string(),
+            s.map_or("-".into(), |s| format!("{:.3}", s.geomean)),
+            s.map_or("-".into(), |s| format!("{:.3}", s.min)),
+        ]);
+    }
+    let forms = format!(
+        "forms: {}",
+        autotune::tuning::workload::form_counts(op, evals.iter().map(|e| &e.shape))
+    );
     let line = |what: &str, r: &Option<Summary>| match r {
         Some(r) => format!(
             "{what} ({} shapes): geomean {:.3}, median {:.3}, p90 {:.3}, worst {:.3}",
@@ -520,11 +570,14 @@ fn report(
     println!("summary ({op}, {} shapes, {gpu}):", evals.len());
     println!("{}", sums.render());
     println!("{regret_line}");
+    println!("{forms}");
+    println!("{}", by.render());
     if let Some(path) = &a.out {
         let text = format!(
-            "# evaluate: {op} on {gpu}\n\n{source}\n\n{}\n{}\n{regret_line}\n\n## Per shape\n\n{}",
+            "# evaluate: {op} on {gpu}\n\n{source}\n\n{}\n{}\n{regret_line}\n\n## By kind and layout\n\n{forms}\n\n{}\n## Per shape\n\n{}",
             sums.markdown(),
             "",
+            by.markdown(),
             table.markdown()
         );
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;

@@ -134,9 +134,11 @@ impl Chosen {
 pub struct ShapeEval {
     /// The shape.
     pub shape: Shape,
-    /// Its label.
+    /// Its label: the dimensions, then the form's tags (e.g. `64x4096x4096:nt:beta`), as
+    /// [`Shape::parse`] reads it.
     pub label: String,
-    /// The kind of shape it was drawn as.
+    /// The kind of shape it was drawn as ([`crate::tuning::workload::Kind::name`]: e.g.
+    /// `layer` for a layer call `X · Wᵀ`).
     pub kind: String,
     /// cuBLAS's median time, ms.
     pub cublas_ms: f64,

@@ -1,6 +1,9 @@
 //! Workloads for `autotune evaluate`: shapes nobody tuned, to measure how well a tuning
 //! database generalises. [`random_problems`] draws a seeded, reproducible mixture of realistic
-//! shape kinds ([`mix`]); [`from_suite`] reads a fixed list in the suite format;
+//! shape kinds ([`mix`]) in the plain form; [`random_problems_in`] also draws each problem's
+//! [`Form`] ([`Forms::All`]: layouts, beta, padding, alpha, batches, and for gemm the layer
+//! calls `X · Wᵀ` products make, [`Kind::Layer`]); [`from_suite`] reads a fixed list in the
+//! suite format;
 //! [`Summary`] condenses per-shape ratios (speedups, efficiencies, regrets) into order
 //! statistics. Pure: no GPU.
 //!
@@ -8,12 +11,13 @@
 //! sizes are computed with IEEE-754 multiplications and square roots only (correctly rounded
 //! everywhere), never with `ln`/`exp`, whose last bit depends on the platform's libm.
 
-use crate::problem::{Op, Shape};
+use crate::problem::{Form, Layout, Op, Shape};
 use crate::search::Rng;
 use crate::tuning::suite::{Suite, SuiteError};
 use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;
+use std::str::FromStr;
 
 /// Largest `M * N * K` of a drawn gemm shape (2^36 multiply-adds: about 2 ms or less on an
 /// H100). Larger draws are redrawn.
@@ -22,6 +26,11 @@ pub const GEMM_MAX_MACS: u64 = 1 << 36;
 /// Largest `M * K` of a drawn gemv shape (2^28 elements: 1 GiB of `f32` in A). Larger draws
 /// are redrawn.
 pub const GEMV_MAX_ELEMS: u64 = 1 << 28;
+
+/// Largest number of elements one operand of a drawn gemm problem holds over its whole batch,
+/// padding included (2^28: 1 GiB of `f32`, gemv's cap on A). Only batched or padded draws
+/// ([`Forms::All`]) come near it: a plain draw's matrices hold at most 2^26.
+pub const GEMM_MAX_OPERAND_ELEMS: u64 = 1 << 28;
 
 /// How many draws in a row one problem may reject (over the cap, a duplicate or excluded)
 /// before [`random_problems`] gives up with [`WorkloadError::Exhausted`].
@@ -41,6 +50,9 @@ pub enum Kind {
     HugeK,
     /// Every dimension an odd prime: no tile divides it, every edge is ragged.
     OddPrime,
+    /// A transformer layer's call `C = X · Wᵀ` (gemm, NT): M tokens, N and K model widths
+    /// ([`Forms::All`] only).
+    Layer,
     /// Read from a shape list ([`from_suite`]), not drawn.
     Listed,
 }
@@ -48,11 +60,13 @@ pub enum Kind {
 impl Kind {
     /// Every kind, in a stable order ([`Kind::Listed`] last).
     #[rustfmt::skip]
-    pub const ALL: [Kind; 6] =
-        [Kind::General, Kind::TinyMn, Kind::TinyK, Kind::HugeK, Kind::OddPrime, Kind::Listed];
+    pub const ALL: [Kind; 7] = [
+        Kind::General, Kind::TinyMn, Kind::TinyK, Kind::HugeK, Kind::OddPrime, Kind::Layer,
+        Kind::Listed,
+    ];
 
     /// The short name used in reports: "general", "tiny M/N", "tiny K", "huge K",
-    /// "odd/prime", "listed".
+    /// "odd/prime", "layer", "listed".
     pub fn name(self) -> &'static str {
         match self {
             Kind::General => "general",
@@ -60,6 +74,7 @@ impl Kind {
             Kind::TinyK => "tiny K",
             Kind::HugeK => "huge K",
             Kind::OddPrime => "odd/prime",
+            Kind::Layer => "layer",
             Kind::Listed => "listed",
         }
     }
@@ -78,6 +93,50 @@ pub struct Problem {
     pub shape: Shape,
     /// Where it came from.
     pub kind: Kind,
+}
+
+/// Which forms a random draw gives its problems ([`random_problems_in`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub enum Forms {
+    /// The plain form only (NN, packed, alpha 1, beta 0, one product): for a seed, the same
+    /// problems as before forms were drawn, bit for bit.
+    Plain,
+    /// Every form products call: each problem also draws its layout, beta, padding, alpha
+    /// and batch, and for gemm two problems in five are layer calls `X · Wᵀ` (NT).
+    #[default]
+    All,
+}
+
+impl Forms {
+    /// Both choices, in a stable order.
+    pub const ALL: [Forms; 2] = [Forms::All, Forms::Plain];
+
+    /// The name on the command line: "all" or "plain".
+    pub fn name(self) -> &'static str {
+        match self {
+            Forms::All => "all",
+            Forms::Plain => "plain",
+        }
+    }
+}
+
+impl fmt::Display for Forms {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Forms {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Forms, String> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "all" => Ok(Forms::All),
+            "plain" => Ok(Forms::Plain),
+            _ => Err(format!(
+                "unknown forms '{s}': accepted are all (every layout, beta, padding, alpha, batches, and gemm layer calls X·Wᵀ) and plain (NN, packed, alpha 1, beta 0, one product)"
+            )),
+        }
+    }
 }
 
 /// Why no workload could be drawn.
@@ -143,6 +202,79 @@ pub fn mix(op: Op) -> Vec<(Kind, u32)> {
     pairs.collect()
 }
 
+/// Each kind [`random_problems_in`] draws for `op` and `forms`, with its share in percent
+/// (they sum to 100): [`mix`], except that with [`Forms::All`] gemm's layer calls take
+/// [`LAYER_EVERY`] (40%) and the other kinds share the rest in [`mix`]'s proportions.
+pub fn mix_in(op: Op, forms: Forms) -> Vec<(Kind, u32)> {
+    if !layer_calls(op, forms) {
+        return mix(op);
+    }
+    let (layers, of) = LAYER_EVERY;
+    let rest = (of - layers) as u32;
+    let scaled = mix(op)
+        .into_iter()
+        .map(|(k, pct)| (k, pct * rest / of as u32));
+    std::iter::once((Kind::Layer, 100 * layers as u32 / of as u32))
+        .chain(scaled)
+        .collect()
+}
+
+/// With [`Forms::All`], gemm problem `i` is a layer call when `i % 5 < 2`: two in every five,
+/// so every prefix of a draw holds at least a third (at least 40% from five problems on).
+pub const LAYER_EVERY: (usize, usize) = (2, 5);
+
+/// The shares, in percent, of the form tags a [`Forms::All`] problem draws, each on its own:
+/// beta != 0, padded leading dimensions, alpha != 1, and a batch (of 2 to 512, log-uniform;
+/// never for a layer call, whose tokens make M).
+pub const FORM_SHARES: FormShares = FormShares {
+    beta: 20,
+    padded: 15,
+    scaled: 15,
+    batch: 15,
+};
+
+/// Percent shares of the form tags ([`FORM_SHARES`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FormShares {
+    /// beta != 0.
+    pub beta: u32,
+    /// Padded leading dimensions.
+    pub padded: u32,
+    /// alpha != 1.
+    pub scaled: u32,
+    /// A batch of more than one product.
+    pub batch: u32,
+}
+
+/// How many draws in a row a [`Forms::All`] problem rejects before it draws its form again
+/// (an exclusion may reject a whole form, e.g. every shape with beta != 0).
+pub const FORM_PATIENCE: usize = 1000;
+
+/// The batch counts a [`Forms::All`] problem draws, log-uniform.
+pub const BATCH_RANGE: (u64, u64) = (2, 512);
+
+/// Public model widths, for layer calls: `(d, mlp, qkv)` with `d` the hidden size, `mlp` the
+/// MLP's inner width and `qkv` the fused Q, K and V projection's width (`(heads + 2 kv heads)
+/// x head size`), as each model's published configuration (`config.json`: `hidden_size`,
+/// `intermediate_size`, `num_attention_heads`, `num_key_value_heads`) gives them.
+#[rustfmt::skip]
+pub const MODEL_WIDTHS: [(&str, u64, u64, u64); 10] = [
+    ("GPT-2 small", 768, 3072, 2304),          // 12 heads of 64
+    ("GPT-2 medium", 1024, 4096, 3072),        // 16 heads of 64
+    ("GPT-2 XL", 1600, 6400, 4800),            // 25 heads of 64
+    ("Qwen2-1.5B", 1536, 8960, 2048),          // 12 heads, 2 kv heads, of 128
+    ("Llama-3.2-1B", 2048, 8192, 3072),        // 32 heads, 8 kv heads, of 64
+    ("Phi-2", 2560, 10240, 7680),              // 32 heads of 80
+    ("Llama-2-7B", 4096, 11008, 12288),        // 32 heads of 128
+    ("Llama-3-8B", 4096, 14336, 6144),         // 32 heads, 8 kv heads, of 128
+    ("Mistral-7B", 4096, 14336, 6144),         // 32 heads, 8 kv heads, of 128
+    ("Llama-2-13B", 5120, 13824, 15360),       // 40 heads of 128
+];
+
+fn layer_calls(op: Op, forms: Forms) -> bool {
+    op == Op::Gemm && forms == Forms::All
+}
+
 fn components(op: Op) -> &'static [Component] {
     match op {
         Op::Gemm => &GEMM_MIX,
@@ -169,8 +301,36 @@ fn components(op: Op) -> &'static [Component] {
 /// rejected. The result depends only on `op`, `seed` and `exclude`, on every platform; a
 /// larger `count` extends a smaller one (same prefix). Fails with
 /// [`WorkloadError::Exhausted`] when [`MAX_REJECTS_IN_A_ROW`] draws in a row are rejected.
+/// Every problem is in the plain form: [`random_problems_in`] with [`Forms::Plain`].
 pub fn random_problems(
     op: Op,
+    count: usize,
+    seed: u64,
+    exclude: &dyn Fn(&Shape) -> bool,
+) -> Result<Vec<Problem>, WorkloadError> {
+    random_problems_in(op, Forms::Plain, count, seed, exclude)
+}
+
+/// [`random_problems`] with a choice of forms. [`Forms::Plain`] draws exactly what
+/// [`random_problems`] draws. [`Forms::All`] also draws each problem's form, after its kind
+/// and before its shapes (kept while shapes are redrawn, so the shares hold, unless
+/// [`FORM_PATIENCE`] draws in a row are rejected):
+/// - gemm: problem `i` is a layer call ([`Kind::Layer`], NT) when `i % 5 < 2`
+///   ([`LAYER_EVERY`]): `C = X · Wᵀ` with M tokens in \[1, 4096\] (log-uniform, or with 30%
+///   in \[1, 16\]: decoding), and N x K a projection of a public model ([`MODEL_WIDTHS`]:
+///   QKV, output, MLP up or down, each a quarter) half the time, else N and K log-uniform in
+///   \[512, 16384\]. The other problems draw their kind as plain draws do and a layout among
+///   nn, tn and tt, evenly.
+/// - gemv: `y = A x` or `y = Aᵀx`, evenly.
+///
+/// Then, each on its own ([`FORM_SHARES`]): beta != 0 (20%), padded (15%), alpha != 1 (15%)
+/// and, except for layer calls, a batch of 2 to 512 (15%, log-uniform). The caps count the
+/// whole batch: `batch x M x N x K` at most [`GEMM_MAX_MACS`] and each operand, padding
+/// included, at most [`GEMM_MAX_OPERAND_ELEMS`] (gemv: A at most [`GEMV_MAX_ELEMS`]), so a
+/// batched problem's products are smaller. Every problem's label parses back to it.
+pub fn random_problems_in(
+    op: Op,
+    forms: Forms,
     count: usize,
     seed: u64,
     exclude: &dyn Fn(&Shape) -> bool,
@@ -179,17 +339,38 @@ pub fn random_problems(
     let mut seen = HashSet::new();
     let mut out = Vec::with_capacity(count.min(1 << 16));
     while out.len() < count {
-        let &(kind, _, dims, swap_mn) = pick(op, &mut rng);
+        let (layers, of) = LAYER_EVERY;
+        let layer = layer_calls(op, forms) && out.len() % of < layers;
+        // A layer call draws its own sizes; every other problem picks a component first.
+        let component = (!layer).then(|| pick(op, &mut rng));
+        let kind = component.map_or(Kind::Layer, |c| c.0);
+        let mut form = match forms {
+            Forms::Plain => Form::PLAIN,
+            Forms::All => draw_form(op, kind, &mut rng),
+        };
         let mut rejects = 0;
         let shape = loop {
-            let swap = swap_mn && rng.below(2) == 1;
-            let [m, n, k] = dims.map(|d| d.draw(&mut rng));
-            let mnk = if swap { (n, m, k) } else { (m, n, k) };
+            let mnk = match component {
+                Some(&(_, _, dims, swap_mn)) => {
+                    let swap = swap_mn && rng.below(2) == 1;
+                    let [m, n, k] = dims.map(|d| d.draw(&mut rng));
+                    if swap {
+                        (n, m, k)
+                    } else {
+                        (m, n, k)
+                    }
+                }
+                None => draw_layer(&mut rng),
+            };
             let fresh = |s: &Shape| !seen.contains(s) && !exclude(s);
-            if let Some(shape) = admit(op, mnk).filter(fresh) {
+            if let Some(shape) = admit(op, mnk, form).filter(fresh) {
                 break shape;
             }
             rejects += 1;
+            // A form every shape of which is rejected (excluded by its form) is drawn again.
+            if forms == Forms::All && rejects % FORM_PATIENCE == 0 {
+                form = draw_form(op, kind, &mut rng);
+            }
             if rejects >= MAX_REJECTS_IN_A_ROW {
                 let drawn = out.len();
                 return Err(WorkloadError::Exhausted {
@@ -205,6 +386,46 @@ pub fn random_problems(
     Ok(out)
 }
 
+/// A [`Forms::All`] problem's form: its layout (NT for a layer call; gemm's others nn, tn or
+/// tt; gemv n or t), then the tags of [`FORM_SHARES`] (integer arithmetic: reproducible).
+fn draw_form(op: Op, kind: Kind, rng: &mut Rng) -> Form {
+    let layout = match (op, kind) {
+        (Op::Gemm, Kind::Layer) => Layout::Nt,
+        (Op::Gemm, _) => [Layout::Nn, Layout::Tn, Layout::Tt][rng.below(3)],
+        (Op::Gemv, _) => [Layout::Nn, Layout::Tn][rng.below(2)],
+    };
+    let mut coin = |percent: u32| (rng.below(100) as u32) < percent;
+    let beta = coin(FORM_SHARES.beta);
+    let padded = coin(FORM_SHARES.padded);
+    let scaled = coin(FORM_SHARES.scaled);
+    let batched = kind != Kind::Layer && coin(FORM_SHARES.batch);
+    let (lo, hi) = BATCH_RANGE;
+    let batch = if batched { log_uniform(rng, lo, hi) } else { 1 };
+    Form {
+        layout,
+        padded,
+        beta,
+        scaled,
+        batch,
+    }
+}
+
+/// A layer call's `(M, N, K)`: M tokens, W `N x K` (see [`random_problems_in`]).
+fn draw_layer(rng: &mut Rng) -> (u64, u64, u64) {
+    let m = if rng.below(100) < 30 {
+        log_uniform(rng, 1, 16)
+    } else {
+        log_uniform(rng, 1, 4096)
+    };
+    let (n, k) = if rng.below(2) == 0 {
+        let (_, d, mlp, qkv) = MODEL_WIDTHS[rng.below(MODEL_WIDTHS.len())];
+        [(qkv, d), (d, d), (mlp, d), (d, mlp)][rng.below(4)]
+    } else {
+        (log_uniform(rng, 512, 16384), log_uniform(rng, 512, 16384))
+    };
+    (m, n, k)
+}
+
 /// Picks a component by its percent share (integer arithmetic: reproducible).
 fn pick(op: Op, rng: &mut Rng) -> &'static Component {
     let mut roll = rng.below(100) as u32;
@@ -217,13 +438,57 @@ fn pick(op: Op, rng: &mut Rng) -> &'static Component {
     &components(op)[0] // never reached: the shares sum to 100
 }
 
-/// The shape for `(m, n, k)` if it is within the op's cap and valid.
-fn admit(op: Op, (m, n, k): (u64, u64, u64)) -> Option<Shape> {
+/// The shape for `(m, n, k)` in `form` if it is valid and within the op's caps, counted over
+/// the whole batch (for the plain form: `M x N x K` at most [`GEMM_MAX_MACS`], gemv's
+/// `M x K` at most [`GEMV_MAX_ELEMS`]; a plain gemm draw's operands are far below
+/// [`GEMM_MAX_OPERAND_ELEMS`]).
+fn admit(op: Op, (m, n, k): (u64, u64, u64), form: Form) -> Option<Shape> {
+    let batch = form.batch;
     let within = match op {
-        Op::Gemm => m.saturating_mul(n).saturating_mul(k) <= GEMM_MAX_MACS,
-        Op::Gemv => m.saturating_mul(k) <= GEMV_MAX_ELEMS,
+        Op::Gemm => m.saturating_mul(n).saturating_mul(k).saturating_mul(batch) <= GEMM_MAX_MACS,
+        Op::Gemv => m.saturating_mul(k).saturating_mul(batch) <= GEMV_MAX_ELEMS,
     };
-    within.then(|| Shape::new(op, m, n, k).ok()).flatten()
+    let shape = within.then(|| Shape::new(op, m, n, k).ok()).flatten()?;
+    let shape = shape.with_form(form);
+    // Padding lengthens the rows: count the operands as the tuner allocates them.
+    let cap = match op {
+        Op::Gemm => GEMM_MAX_OPERAND_ELEMS,
+        Op::Gemv => GEMV_MAX_ELEMS,
+    };
+    let lens = shape.lens(op);
+    let operands = if op == Op::Gemv {
+        &lens[..1]
+    } else {
+        &lens[..]
+    };
+    operands.iter().all(|&l| l <= cap).then_some(shape)
+}
+
+/// How many of `shapes` have each layout and each form tag, for reports: e.g. `nn 7, nt 24,
+/// tn 6, tt 5; beta 12, pad 9, alpha 8, batched 6; plain 3` (gemv: `n 31, t 29; ...`). A
+/// layout no shape has is left out.
+pub fn form_counts<'s>(op: Op, shapes: impl IntoIterator<Item = &'s Shape>) -> String {
+    let mut layouts = [0usize; 4];
+    let [mut beta, mut pad, mut alpha, mut batched, mut plain] = [0usize; 5];
+    for s in shapes {
+        let f = &s.form;
+        layouts[Layout::ALL.iter().position(|&l| l == f.layout).unwrap_or(0)] += 1;
+        beta += usize::from(f.beta);
+        pad += usize::from(f.padded);
+        alpha += usize::from(f.scaled);
+        batched += usize::from(f.batch > 1);
+        plain += usize::from(f.is_plain());
+    }
+    let layouts: Vec<String> = Layout::ALL
+        .iter()
+        .zip(layouts)
+        .filter(|&(_, n)| n > 0)
+        .map(|(l, n)| format!("{} {n}", l.name(op)))
+        .collect();
+    format!(
+        "{}; beta {beta}, pad {pad}, alpha {alpha}, batched {batched}; plain {plain}",
+        layouts.join(", ")
+    )
 }
 
 /// The shapes of a suite file (the format of `configs/suites/*.toml`, read by
@@ -353,6 +618,258 @@ mod tests {
         }
     }
 
+    /// The draws of seed 2026 as they were before forms were drawn: the first shapes of the
+    /// committed `results/untuned/evaluate-{gemm,gemv}-2026-*.json` (computed with the code of
+    /// then, before `Forms` existed).
+    #[test]
+    fn plain_forms_reproduce_the_draws_of_before() {
+        let labels = |op, forms| -> Vec<String> {
+            let problems = random_problems_in(op, forms, 12, 2026, NONE).unwrap();
+            let label = |p: &Problem| format!("{} {}", p.kind, p.shape.label(op));
+            problems.iter().map(label).collect()
+        };
+        #[rustfmt::skip]
+        let gemm = [
+            "odd/prime 313x1049x191", "huge K 328x842x38118", "general 67x129x4441",
+            "general 92x885x43", "general 111x772x612", "tiny K 1512x1791x2",
+            "tiny M/N 6x7067x5101", "huge K 125x109x12651", "tiny M/N 2627x1x888",
+            "odd/prime 2857x239x367", "general 163x89x1606", "odd/prime 991x6421x251",
+        ];
+        #[rustfmt::skip]
+        let gemv = [
+            "odd/prime 839x4211", "general 11579x6732", "odd/prime 13049x271",
+            "general 260x28973", "general 165x3372", "general 107x213", "tiny K 6528x6",
+            "tiny K 11529x2", "general 635x3622", "odd/prime 29269x8501", "tiny M/N 4x2442",
+            "tiny M/N 7x513",
+        ];
+        assert_eq!(labels(Op::Gemm, Forms::Plain), gemm);
+        assert_eq!(labels(Op::Gemv, Forms::Plain), gemv);
+        for op in Op::ALL {
+            let plain = random_problems_in(op, Forms::Plain, 300, 9, NONE).unwrap();
+            assert_eq!(plain, random_problems(op, 300, 9, NONE).unwrap());
+            assert!(plain.iter().all(|p| p.shape.form.is_plain()));
+            assert_eq!(mix_in(op, Forms::Plain), mix(op));
+        }
+        // All forms draw other problems from the same seed.
+        assert_ne!(labels(Op::Gemm, Forms::All), gemm);
+    }
+
+    /// Every drawn problem is valid, parses back from its label and keeps the caps over its
+    /// whole batch.
+    fn check_valid(op: Op, problems: &[Problem]) {
+        for p in problems {
+            let s = &p.shape;
+            let label = s.label(op);
+            assert_eq!(Shape::parse(op, &label).as_ref(), Ok(s), "{label}");
+            assert!(s.check(op, &label).is_ok(), "{label}");
+            let b = s.form.batch;
+            assert!((1..=512).contains(&b), "{label}");
+            let lens = s.lens(op);
+            match op {
+                Op::Gemm => {
+                    assert!(s.m * s.n * s.k * b <= GEMM_MAX_MACS, "{label}");
+                    assert!(lens.iter().all(|&l| l <= GEMM_MAX_OPERAND_ELEMS), "{label}");
+                }
+                Op::Gemv => {
+                    assert!(s.n == 1 && s.m * s.k * b <= GEMV_MAX_ELEMS, "{label}");
+                    assert!(lens[0] <= GEMV_MAX_ELEMS, "{label}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn all_forms_draw_layer_calls_every_layout_and_valid_shapes() {
+        for op in Op::ALL {
+            let problems = random_problems_in(op, Forms::All, 3000, 17, NONE).unwrap();
+            check_valid(op, &problems);
+            let distinct: HashSet<_> = problems.iter().map(|p| p.shape).collect();
+            assert_eq!(distinct.len(), problems.len());
+            // Same seed, same problems; a longer draw extends a shorter one; another seed
+            // draws others.
+            let again = random_problems_in(op, Forms::All, 3000, 17, NONE).unwrap();
+            assert_eq!(problems, again);
+            let short = random_problems_in(op, Forms::All, 40, 17, NONE).unwrap();
+            assert_eq!(problems[..40], short[..]);
+            assert_ne!(
+                problems,
+                random_problems_in(op, Forms::All, 3000, 18, NONE).unwrap()
+            );
+            assert_eq!(
+                mix_in(op, Forms::All).iter().map(|(_, p)| p).sum::<u32>(),
+                100
+            );
+            // Each layout, tag and kind near its share.
+            let share = |f: &dyn Fn(&Problem) -> bool| {
+                problems.iter().filter(|p| f(p)).count() as f64 / 30.0
+            };
+            let near = |what: &str, got: f64, want: f64| {
+                assert!(
+                    (got - want).abs() < 3.0,
+                    "{op} {what}: {got}% (want {want}%)"
+                );
+            };
+            for (kind, percent) in mix_in(op, Forms::All) {
+                near(kind.name(), share(&|p| p.kind == kind), f64::from(percent));
+            }
+            let layouts: Vec<(Layout, f64)> = match op {
+                Op::Gemm => vec![
+                    (Layout::Nn, 20.0),
+                    (Layout::Nt, 40.0),
+                    (Layout::Tn, 20.0),
+                    (Layout::Tt, 20.0),
+                ],
+                Op::Gemv => vec![(Layout::Nn, 50.0), (Layout::Tn, 50.0)],
+            };
+            for (layout, want) in layouts {
+                near(
+                    layout.name(op),
+                    share(&|p| p.shape.form.layout == layout),
+                    want,
+                );
+            }
+            let batchable = if op == Op::Gemm { 0.6 } else { 1.0 };
+            near("beta", share(&|p| p.shape.form.beta), 20.0);
+            near("pad", share(&|p| p.shape.form.padded), 15.0);
+            near("alpha", share(&|p| p.shape.form.scaled), 15.0);
+            near(
+                "batch",
+                share(&|p| p.shape.form.batch > 1),
+                15.0 * batchable,
+            );
+            // Batches reach both ends of their range.
+            let batches: HashSet<u64> = problems.iter().map(|p| p.shape.form.batch).collect();
+            assert!(
+                batches.contains(&2) && batches.iter().any(|&b| b >= 256),
+                "{op}"
+            );
+            // Kinds other than the layer calls keep their bounds.
+            for p in problems.iter().filter(|p| p.kind != Kind::Layer) {
+                assert!(within(op, p.kind, &p.shape.dims()), "{op} {p:?}");
+            }
+        }
+    }
+
+    #[test]
+    fn gemm_layer_calls_are_nt_and_at_least_a_third_of_every_prefix() {
+        let problems = random_problems_in(Op::Gemm, Forms::All, 2000, 23, NONE).unwrap();
+        let mut nt = 0;
+        for (i, p) in problems.iter().enumerate() {
+            let s = &p.shape;
+            let layer = p.kind == Kind::Layer;
+            // The layer calls, and only they, are NT.
+            assert_eq!(layer, s.form.layout == Layout::Nt, "{p:?}");
+            nt += usize::from(layer);
+            assert!(3 * nt > i, "only {nt} NT in the first {}", i + 1);
+            if layer {
+                let r = |v: u64, lo: u64, hi: u64| (lo..=hi).contains(&v);
+                assert!(
+                    r(s.m, 1, 4096) && r(s.n, 512, 16384) && r(s.k, 512, 16384),
+                    "{p:?}"
+                );
+                assert_eq!(s.form.batch, 1, "{p:?}");
+            }
+        }
+        let layers: Vec<&Shape> = problems
+            .iter()
+            .filter(|p| p.kind == Kind::Layer)
+            .map(|p| &p.shape)
+            .collect();
+        assert_eq!(layers.len(), 800);
+        // Decoding sizes weigh more than a log-uniform draw's third: about half.
+        let small = layers.iter().filter(|s| s.m <= 16).count();
+        assert!((340..480).contains(&small), "{small} of 800 with M <= 16");
+        // Model widths occur, and the projections run both ways.
+        let widths = |s: &&&Shape| MODEL_WIDTHS.iter().any(|w| (s.n, s.k) == (w.2, w.1));
+        assert!(layers.iter().filter(widths).count() > 40);
+        assert!(layers.iter().any(|s| (s.n, s.k) == (4096, 11008)));
+        assert!(layers.iter().any(|s| s.m > 1024));
+    }
+
+    #[test]
+    fn all_forms_honour_exclusion_and_fail_with_a_reason() {
+        for op in Op::ALL {
+            let first = random_problems_in(op, Forms::All, 100, 2, NONE).unwrap();
+            let tuned: HashSet<Shape> = first.iter().map(|p| p.shape).collect();
+            let exclude = |s: &Shape| tuned.contains(s) || s.form.beta;
+            let other = random_problems_in(op, Forms::All, 300, 2, &exclude).unwrap();
+            assert!(other.iter().all(|p| !exclude(&p.shape)));
+            let e = random_problems_in(op, Forms::All, 2, 1, &|_| true).unwrap_err();
+            assert!(e.to_string().contains("0 of 2 distinct"), "{e}");
+        }
+    }
+
+    #[test]
+    fn forms_parse_and_name_themselves() {
+        for f in Forms::ALL {
+            assert_eq!(f.name().parse::<Forms>(), Ok(f));
+        }
+        assert_eq!(" PLAIN ".parse::<Forms>(), Ok(Forms::Plain));
+        assert_eq!(Forms::default(), Forms::All);
+        let e = "bogus".parse::<Forms>().unwrap_err();
+        assert!(e.contains("unknown forms 'bogus'") && e.contains("all") && e.contains("plain"));
+        let shapes = ["8x8x8", "8x8x8:nt:beta", "8x8x8:tt:b4:alpha:pad"]
+            .map(|t| Shape::parse(Op::Gemm, t).unwrap());
+        let counts = form_counts(Op::Gemm, &shapes);
+        assert_eq!(
+            counts,
+            "nn 1, nt 1, tt 1; beta 1, pad 1, alpha 1, batched 1; plain 1"
+        );
+    }
+
+    /// The shares a 60-problem draw of seed 3031 gives (printed with `--nocapture`).
+    #[test]
+    fn a_60_problem_draw_of_seed_3031() {
+        for op in Op::ALL {
+            let problems = random_problems_in(op, Forms::All, 60, 3031, NONE).unwrap();
+            check_valid(op, &problems);
+            let mut kinds: Vec<(Kind, usize)> = Vec::new();
+            for p in &problems {
+                match kinds.iter_mut().find(|(k, _)| *k == p.kind) {
+                    Some((_, n)) => *n += 1,
+                    None => kinds.push((p.kind, 1)),
+                }
+            }
+            kinds.sort();
+            let kinds: Vec<String> = kinds.iter().map(|(k, n)| format!("{k} {n}")).collect();
+            let forms = form_counts(op, problems.iter().map(|p| &p.shape));
+            println!("{op} seed 3031, 60 problems: {forms}; {}", kinds.join(", "));
+            if op == Op::Gemm {
+                assert!(forms.contains("nt 24"), "{forms}");
+            }
+        }
+    }
+
+    /// configs/suites/gemm-layers.toml: transformer layer calls, mostly NT, many decoding.
+    #[test]
+    fn the_layer_call_suite_loads_with_its_proportions() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let (op, problems) = from_suite(&root.join("configs/suites/gemm-layers.toml")).unwrap();
+        assert_eq!(op, Op::Gemm);
+        assert!((40..=48).contains(&problems.len()), "{}", problems.len());
+        let shapes: Vec<&Shape> = problems.iter().map(|p| &p.shape).collect();
+        let nt: Vec<&&Shape> = shapes
+            .iter()
+            .filter(|s| s.form.layout == Layout::Nt)
+            .collect();
+        assert!(nt.len() >= 24, "{} NT", nt.len());
+        assert!(nt.iter().filter(|s| s.m <= 16).count() >= 12);
+        let nn = |s: &&&Shape| s.form.is_plain();
+        assert_eq!(shapes.iter().filter(nn).count() + nt.len(), shapes.len());
+        for s in &shapes {
+            assert!(s.m * s.n * s.k <= GEMM_MAX_MACS, "{}", s.label(op));
+            assert!(
+                [1, 2, 4, 8, 16, 64, 256, 1024, 4096].contains(&s.m),
+                "{s:?}"
+            );
+            // N x K is a projection of a model in the table: QKV, output, MLP up or down.
+            let projection = MODEL_WIDTHS.iter().any(|&(_, d, mlp, qkv)| {
+                [(qkv, d), (d, d), (mlp, d), (d, mlp), (1024, d)].contains(&(s.n, s.k))
+            });
+            assert!(projection, "{}", s.label(op));
+        }
+    }
+
     #[test]
     fn same_seed_same_problems_and_longer_draws_extend_shorter_ones() {
         for op in Op::ALL {
@@ -381,7 +898,7 @@ mod tests {
         assert_eq!(labels(Op::Gemm), gemm);
         let gemv = ["tiny M/N 8x55802", "general 644x9119", "odd/prime 1277x181"];
         assert_eq!(labels(Op::Gemv), gemv);
-        let names = "general, tiny M/N, tiny K, huge K, odd/prime, listed";
+        let names = "general, tiny M/N, tiny K, huge K, odd/prime, layer, listed";
         assert_eq!(Kind::ALL.map(Kind::name).join(", "), names);
         assert_eq!(Kind::TinyMn.to_string(), "tiny M/N");
     }
