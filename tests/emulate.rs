@@ -435,8 +435,18 @@ fn s(m: u64, n: u64, k: u64) -> Shape {
     Shape::mnk(m, n, k)
 }
 
+/// Whether `family`'s space offers a config on `shape` (for sm_90).
+fn offers(family: &Family, shape: Shape) -> bool {
+    let limits = Limits::for_arch(90).unwrap();
+    family
+        .space
+        .prune(shape, &limits)
+        .is_ok_and(|p| !p.valid.is_empty())
+}
+
 /// The problems each family runs on: the op's edges; GEMV-shaped families' few rows or
-/// columns; the full interface's layouts, padding, beta and batches.
+/// columns; the full interface's layouts, padding, beta and batches (for a family offered
+/// only on few rows or columns, also on a problem where it is offered).
 fn problems(family: &Family) -> Vec<Shape> {
     let op = family.space.op;
     // Edges of every kind (1x1x1, sizes 2^k +- 1, odd and prime sizes, few rows or columns,
@@ -476,8 +486,23 @@ fn problems(family: &Family) -> Vec<Shape> {
                 Op::Gemm => s(67, 45, 93),
                 Op::Gemv => s(67, 1, 93),
             };
-            v.push(base.with_form(full(l, i % 2 == 1, i >= 1, 1)));
-            v.push(base.with_form(full(l, i % 2 == 0, i != 1, 3)));
+            let forms = [
+                full(l, i % 2 == 1, i >= 1, 1),
+                full(l, i % 2 == 0, i != 1, 3),
+            ];
+            let mut bases = vec![base];
+            if op == Op::Gemm && !offers(family, base.with_form(forms[0])) {
+                bases.extend(
+                    [s(7, 45, 93), s(67, 7, 93)]
+                        .into_iter()
+                        .find(|b| offers(family, b.with_form(forms[0]))),
+                );
+            }
+            for b in bases {
+                for f in forms {
+                    v.push(b.with_form(f));
+                }
+            }
         }
     }
     v
