@@ -553,9 +553,12 @@ mod tests {
             "two gemm families expected"
         );
         let limits = Limits::for_arch(90).unwrap();
-        // A square shape, and shapes with few rows or few columns: the GEMV-shaped gemm
-        // families offer configs only there.
-        let shapes = [(64, 64, 64), (8, 64, 64), (64, 8, 64)].map(|(m, n, k)| Shape::mnk(m, n, k));
+        // A square shape, and shapes with few rows or few columns, a short K and few rows of
+        // the layer call X W^T: the GEMV-shaped and short-K families offer configs only there.
+        let mut shapes: Vec<Shape> = [(64, 64, 64), (8, 64, 64), (64, 8, 64), (64, 64, 4)]
+            .map(|(m, n, k)| Shape::mnk(m, n, k))
+            .to_vec();
+        shapes.push(Shape::parse(Op::Gemm, "8x64x64:nt").unwrap());
         for fam in cat.families() {
             let pruned = shapes
                 .iter()
