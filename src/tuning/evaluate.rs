@@ -274,7 +274,9 @@ fn evaluate_one(
         }
     }
     if opts.tune_budget.is_some() {
-        for c in tuned.portfolio(op) {
+        // The portfolio of the problem's form (a plain portfolio's families may not compute
+        // another form).
+        for c in tuned.portfolio_for(op, &shape.form) {
             if !configs.contains(&c) {
                 configs.push(c);
             }

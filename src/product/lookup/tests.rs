@@ -157,7 +157,15 @@ fn every_rule_on_every_form_sends_a_problem_without_winning_evidence_to_cublas()
         (
             Op::Gemm,
             &[
-                "", ":nt", ":tn", ":tt", ":beta", ":alpha", ":pad", ":b8", ":nt:b4:beta:pad",
+                "",
+                ":nt",
+                ":tn",
+                ":tt",
+                ":beta",
+                ":alpha",
+                ":pad",
+                ":b8",
+                ":nt:b4:beta:pad",
             ],
         ),
         (Op::Gemv, &["", ":t", ":beta", ":pad", ":b4", ":t:b3:beta"]),
