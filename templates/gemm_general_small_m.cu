@@ -10,8 +10,11 @@
 // Parameters (#defined by the tuner; TRANS_A / TRANS_B come from the problem, 0 when not
 // defined, the rest from the space):
 //   MT      rows of C (rows of op(A)) per block; ceil(M / MT) row tiles
-//   RPW     (TRANS_B = 1) rows of W per warp; the block covers WARPS * RPW rows of W (columns
-//           of C). The space pins RPW = 1 for TRANS_B = 0.
+//   RPW     (TRANS_B = 1) rows of W per warp; the block covers (WARPS / KS) * RPW rows of W
+//           (columns of C). The space pins RPW = 1 for TRANS_B = 0.
+//   KS      (TRANS_B = 1) warps sharing the same rows, splitting each chunk's k (more warps
+//           when N gives few tiles), summed in fixed order through shared memory; 1 for
+//           TRANS_B = 0
 //   WARPS   warps per block (THREADS = 32 * WARPS)
 //   VEC     4: 16-byte loads of B where ldb and the batch's B allow (a run-time, block-uniform
 //           check), scalars otherwise; 1: scalars always
@@ -25,14 +28,16 @@
 // the next chunk overwrites xs.
 //
 // TRANS_B = 1 (B stored N x K, W's rows contiguous along k: the fast path the family is for):
-// warp w owns rows n0 + w * RPW + j (j < RPW) of B, clamped to N - 1 (rows past N are read for
-// nothing and never stored). Lanes walk the chunk along k: with 16-byte loads lane l reads
-// float4 q = l, l + 32, ... of each row (a warp reads 512 consecutive bytes per row and load),
+// warp w = g * KS + s owns rows n0 + g * RPW + j (j < RPW) of B, clamped to N - 1 (rows past N
+// are read for nothing and never stored), and slice s of their k. Lanes walk the chunk along
+// k: with 16-byte loads lane l of slice s reads float4 q = 32 s + l, 32 s + l + 32 KS, ... of
+// each row (a warp reads 512 consecutive bytes per row and load),
 // UNROLL of them per row in flight, and the matching float4 of each of the MT rows of xs (no
 // bank conflicts); a last predicated step takes the fewer than 32 * UNROLL float4s left, and
-// 0..3 scalars the chunk's tail. Scalars: lane l reads k = l, l + 32, ... Each lane holds
-// MT x RPW partial sums; at the end a butterfly warp sum (every lane ends with the same bits)
-// and one lane per output stores it.
+// 0..3 scalars the chunk's tail. Scalars: lane l reads k = 32 s + l, + 32 KS, ... Each lane
+// holds MT x RPW partial sums; at the end a butterfly warp sum (every lane ends with the same
+// bits); KS = 1: one lane per output stores it; KS > 1: the warps' sums go to shared memory
+// (the xs buffer, after a barrier) and are added in the order s = 0, 1, ..., KS - 1.
 //
 // TRANS_B = 0 (B stored K x N, rows along n): the block owns 32 * VEC columns of C (one warp
 // wide: lane l owns columns n0 + 4 l .. + 3 read as one float4 when VEC = 4 and aligned, else
@@ -57,13 +62,20 @@
 #if VEC != 1 && VEC != 4
 #error "VEC must be 1 or 4"
 #endif
+#ifndef KS
+#define KS 1
+#endif
 #if MT < 1 || RPW < 1 || WARPS < 1 || UNROLL < 1 || KC < 4 || KC % 4 != 0
 #error "MT, RPW, WARPS, UNROLL must be at least 1 and KC a positive multiple of 4"
+#endif
+#if KS < 1 || WARPS % KS != 0 || (TRANS_B == 0 && KS != 1)
+#error "KS must divide WARPS (and be 1 for TRANS_B = 0)"
 #endif
 
 #define THREADS (32 * WARPS)
 #if TRANS_B == 1
-#define XS_FLOATS (MT * KC)
+// xs, reused for the KS slices' sums at the end (KS > 1).
+#define XS_FLOATS (MT * KC > WARPS * MT * RPW ? MT * KC : WARPS * MT * RPW)
 #else
 #define COLS (32 * VEC)
 // xs, reused for the warps' partial tiles at the end.
@@ -124,7 +136,7 @@ static __device__ __forceinline__ void gsm_stage(float* __restrict__ xs,
 template <bool V4>
 static __device__ __forceinline__ void gsm_rows(const float* __restrict__ xs,
                                                 const float* const (&wr)[RPW], int k0, int klen,
-                                                int lane, float (&acc)[MT][RPW])
+                                                int lane, int sl, float (&acc)[MT][RPW])
 {
     int done = 0;
     if (V4) {
@@ -133,41 +145,41 @@ static __device__ __forceinline__ void gsm_rows(const float* __restrict__ xs,
 #pragma unroll
         for (int j = 0; j < RPW; ++j) w4[j] = reinterpret_cast<const float4*>(wr[j] + k0);
         const float4* x4 = reinterpret_cast<const float4*>(xs);
-        int q = lane;
-        for (; q + 32 * (UNROLL - 1) < n4; q += 32 * UNROLL) {
+        int q = 32 * sl + lane;
+        for (; q + 32 * KS * (UNROLL - 1) < n4; q += 32 * KS * UNROLL) {
             float4 w[UNROLL][RPW];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
 #pragma unroll
-                for (int j = 0; j < RPW; ++j) w[u][j] = __ldg(w4[j] + q + 32 * u);
+                for (int j = 0; j < RPW; ++j) w[u][j] = __ldg(w4[j] + q + 32 * KS * u);
             }
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
 #pragma unroll
                 for (int r = 0; r < MT; ++r) {
-                    const float4 x = x4[r * (KC / 4) + q + 32 * u];
+                    const float4 x = x4[r * (KC / 4) + q + 32 * KS * u];
 #pragma unroll
                     for (int j = 0; j < RPW; ++j) acc[r][j] = dot4(x, w[u][j], acc[r][j]);
                 }
             }
         }
 #if UNROLL > 1
-        // Fewer than 32 * UNROLL float4s left: one predicated step, loads in flight together.
+        // Fewer than 32 * KS * UNROLL float4s left: one predicated step, loads in flight together.
         if (q < n4) {
             float4 w[UNROLL][RPW];
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
 #pragma unroll
                 for (int j = 0; j < RPW; ++j)
-                    w[u][j] = q + 32 * u < n4 ? __ldg(w4[j] + q + 32 * u)
+                    w[u][j] = q + 32 * KS * u < n4 ? __ldg(w4[j] + q + 32 * KS * u)
                                               : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
             }
 #pragma unroll
             for (int u = 0; u < UNROLL; ++u) {
-                if (q + 32 * u < n4) {
+                if (q + 32 * KS * u < n4) {
 #pragma unroll
                     for (int r = 0; r < MT; ++r) {
-                        const float4 x = x4[r * (KC / 4) + q + 32 * u];
+                        const float4 x = x4[r * (KC / 4) + q + 32 * KS * u];
 #pragma unroll
                         for (int j = 0; j < RPW; ++j) acc[r][j] = dot4(x, w[u][j], acc[r][j]);
                     }
@@ -178,25 +190,25 @@ static __device__ __forceinline__ void gsm_rows(const float* __restrict__ xs,
         done = n4 << 2;
     }
     // Scalars: the whole chunk (V4 false) or its 0..3 last k.
-    int k = done + lane;
-    for (; k + 32 * (UNROLL - 1) < klen; k += 32 * UNROLL) {
+    int k = done + 32 * sl + lane;
+    for (; k + 32 * KS * (UNROLL - 1) < klen; k += 32 * KS * UNROLL) {
         float w[UNROLL][RPW];
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
 #pragma unroll
-            for (int j = 0; j < RPW; ++j) w[u][j] = __ldg(wr[j] + k0 + k + 32 * u);
+            for (int j = 0; j < RPW; ++j) w[u][j] = __ldg(wr[j] + k0 + k + 32 * KS * u);
         }
 #pragma unroll
         for (int u = 0; u < UNROLL; ++u) {
 #pragma unroll
             for (int r = 0; r < MT; ++r) {
-                const float x = xs[r * KC + k + 32 * u];
+                const float x = xs[r * KC + k + 32 * KS * u];
 #pragma unroll
                 for (int j = 0; j < RPW; ++j) acc[r][j] = fmaf(x, w[u][j], acc[r][j]);
             }
         }
     }
-    for (; k < klen; k += 32) {
+    for (; k < klen; k += 32 * KS) {
         float w[RPW];
 #pragma unroll
         for (int j = 0; j < RPW; ++j) w[j] = __ldg(wr[j] + k0 + k);
@@ -284,7 +296,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         const float* Bb = B + (long long)b * strideB;
         float* Cb = C + (long long)b * strideC;
 #if TRANS_B == 1
-        const int n0 = nb * (WARPS * RPW) + w * RPW;
+        const int sl = w % KS;
+        const int n0 = nb * ((WARPS / KS) * RPW) + (w / KS) * RPW;
         const float* wr[RPW];
 #pragma unroll
         for (int j = 0; j < RPW; ++j) wr[j] = Bb + (long long)min(n0 + j, N - 1) * ldb;
@@ -302,10 +315,11 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             gsm_stage(xs, Ab, M, lda, m0, k0, klen, tid);
             __syncthreads();
             if (v4)
-                gsm_rows<true>(xs, wr, k0, klen, lane, acc);
+                gsm_rows<true>(xs, wr, k0, klen, lane, sl, acc);
             else
-                gsm_rows<false>(xs, wr, k0, klen, lane, acc);
+                gsm_rows<false>(xs, wr, k0, klen, lane, sl, acc);
         }
+#if KS == 1
 #pragma unroll
         for (int r = 0; r < MT; ++r) {
 #pragma unroll
@@ -317,6 +331,32 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                     gsm_store(Cb + (long long)m * ldc + n, s, alpha, beta);
             }
         }
+#else
+        // red[w][r][j]: warp w's sum of output (m0 + r, its row j); warp w = g * KS + s.
+        float* red = xs;
+        __syncthreads();  // every warp is done reading xs
+#pragma unroll
+        for (int r = 0; r < MT; ++r) {
+#pragma unroll
+            for (int j = 0; j < RPW; ++j) {
+                const float s = warp_sum<32>(acc[r][j]);
+                if (lane == ((r * RPW + j) & 31)) red[(w * MT + r) * RPW + j] = s;
+            }
+        }
+        __syncthreads();
+        for (int o = tid; o < (WARPS / KS) * MT * RPW; o += THREADS) {
+            const int g = o / (MT * RPW);
+            const int e = o - g * (MT * RPW);
+            const int r = e / RPW;
+            const int j = e - r * RPW;
+            float s = red[g * KS * MT * RPW + e];
+#pragma unroll
+            for (int t = 1; t < KS; ++t) s += red[(g * KS + t) * MT * RPW + e];
+            const int m = m0 + r;
+            const int n = nb * ((WARPS / KS) * RPW) + g * RPW + j;
+            if (m < M && n < N) gsm_store(Cb + (long long)m * ldc + n, s, alpha, beta);
+        }
+#endif
 #else
         const int n0 = nb * COLS;
         // Block-uniform: B's rows are 16-byte aligned.
