@@ -39,6 +39,10 @@ fn shapes_for(op: Op) -> &'static [&'static str] {
             // The full-interface families compile per layout: TT has the loaders NN lacks (A
             // stored K x M, B stored N x K), so NN and TT compile every copy path.
             "2048x2048x2048:tt:beta",
+            // The full-interface families for a short K and for few rows, on the layout that
+            // opens their other loaders (B stored N x K: the layer call's path). TT again, so
+            // gemm_general's kernels are compiled once (NT would add hundreds more).
+            "16x2048x16:tt:beta",
         ],
         Op::Gemv => &["4096x4096", "4096x4096:t:b4"],
     }
