@@ -24,9 +24,6 @@
 //   GROUP_M     block rasterization: GROUP_M tile rows are walked column by column, so blocks
 //               that run together share A rows and B columns in L2 (1 = plain row-major order)
 //   MIN_BLOCKS  blocks per SM the register allocation must allow (__launch_bounds__)
-//   TVEC        1: the transposing loaders (A with TRANS_A = 0, B with TRANS_B = 1) read 16
-//               bytes (4 consecutive k of a row) per global load, through registers, and
-//               store them transposed with four 4-byte shared stores; 0: 4-byte copies
 // There is no split-K: grid z walks the batch (z = min(batch, 65535); a block loops over
 // b = blockIdx.z, blockIdx.z + gridDim.z, ... so any batch count works).
 //
@@ -51,12 +48,6 @@
 //   and the batch's B is aligned, else 4-byte copies.
 // - TRANS_B = 1 (B rows along k): the mirror of TRANS_A = 0: 4-byte copies, 8 consecutive k
 //   of 4 columns per warp, into the padded Bs[k][n].
-// With TVEC = 1 a transposing loader instead reads 16-byte chunks along k (a warp reads whole
-// rows of the tile: 32-byte sectors, all used) into registers at a tile's first k step and
-// stores them into the free stage at its last, as the older archs' path does; the other
-// operand keeps its cp.async copies. A chunk is read 16 bytes wide when the leading dimension
-// and the batch's base are 16-byte aligned and the chunk lies inside M (N) and K, else element
-// by element with checks.
 // On sm_80 and newer the copies are cp.async (cg 16 bytes, ca 4 bytes). A block whose tile lies
 // inside M and N copies interior K tiles without checks; edge tiles check every element and
 // zero-fill (src-size 0) what lies outside the matrix, reading from the matrix's first element
@@ -86,9 +77,6 @@
 #endif
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
-#endif
-#ifndef TVEC
-#define TVEC 0
 #endif
 
 #define WARPS_N (BN / WN)
@@ -120,7 +108,7 @@
 #endif
 // Transposing copies (8 k of THREADS/8 rows per round) and chunk copies (BM/4 or BN/4 chunks
 // per k row) must divide the tile evenly among the threads.
-#if TRANS_A == 0 && !TVEC && ((BM * BK) % THREADS != 0 || (THREADS / 8) > BM || BM % (THREADS / 8) != 0)
+#if TRANS_A == 0 && ((BM * BK) % THREADS != 0 || (THREADS / 8) > BM || BM % (THREADS / 8) != 0)
 #error "TRANS_A = 0: the A loader needs THREADS / 8 to divide BM"
 #endif
 #if TRANS_A == 1 && ((BK * BM / 4) % THREADS != 0 || THREADS % (BM / 4) != 0)
@@ -129,7 +117,7 @@
 #if TRANS_B == 0 && ((BK * BN / 4) % THREADS != 0 || THREADS % (BN / 4) != 0)
 #error "TRANS_B = 0: B's 16-byte chunks do not divide evenly among the threads"
 #endif
-#if TRANS_B == 1 && !TVEC && ((BN * BK) % THREADS != 0 || (THREADS / 8) > BN || BN % (THREADS / 8) != 0)
+#if TRANS_B == 1 && ((BN * BK) % THREADS != 0 || (THREADS / 8) > BN || BN % (THREADS / 8) != 0)
 #error "TRANS_B = 1: the B loader needs THREADS / 8 to divide BN"
 #endif
 
@@ -151,28 +139,12 @@
 #else
 #define B_NROWS (BN / T_ROWSTEP)
 #endif
-// 16-byte transposing loaders (TVEC = 1): thread t reads the 4 k at 4 * (t % TV_CH) of row
-// t / TV_CH (+ r * TV_RSTEP) of the tile.
-#define TV_CH (BK / 4)
-#define TV_RSTEP (THREADS / TV_CH)
-#define A_VREG (TVEC && TRANS_A == 0)
-#define B_VREG (TVEC && TRANS_B == 1)
-#if A_VREG && (BM % TV_RSTEP) != 0
-#error "TVEC = 1, TRANS_A = 0: THREADS * 4 / BK must divide BM"
-#endif
-#if B_VREG && (BN % TV_RSTEP) != 0
-#error "TVEC = 1, TRANS_B = 1: THREADS * 4 / BK must divide BN"
-#endif
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define GG_ASYNC 1
 #else
 #define GG_ASYNC 0
 #endif
-// Operands staged through registers: the 16-byte transposing loaders, and every operand on
-// archs without cp.async.
-#define A_REG (A_VREG || !GG_ASYNC)
-#define B_REG (B_VREG || !GG_ASYNC)
 
 #if GG_ASYNC
 __device__ __forceinline__ void gg_cp4(unsigned dst, const float* src, bool ok)
@@ -191,30 +163,6 @@ __device__ __forceinline__ void gg_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N_) : "memory");
 }
 #endif
-
-// The 16-byte transposing loaders' chunk: 4 consecutive k of one row at p (k = kk..kk+3 of
-// [0, K)), in one load where `vec` says the row is 16-byte aligned and the chunk lies inside,
-// else element by element, zero outside.
-__device__ __forceinline__ float4 gg_chunk(const float* p, bool vec, bool row_ok, int kk, int K)
-{
-    if (vec && row_ok && kk + 4 <= K) return __ldg(reinterpret_cast<const float4*>(p));
-    float4 v;
-    v.x = (row_ok && kk + 0 < K) ? __ldg(p + 0) : 0.0f;
-    v.y = (row_ok && kk + 1 < K) ? __ldg(p + 1) : 0.0f;
-    v.z = (row_ok && kk + 2 < K) ? __ldg(p + 2) : 0.0f;
-    v.w = (row_ok && kk + 3 < K) ? __ldg(p + 3) : 0.0f;
-    return v;
-}
-
-// A chunk's 4 k into 4 rows (ld apart) of a transposed shared tile (a 2-way bank conflict
-// with PAD = 4).
-__device__ __forceinline__ void gg_put_chunk(float* s, int ld, float4 v)
-{
-    s[0] = v.x;
-    s[ld] = v.y;
-    s[2 * ld] = v.z;
-    s[3 * ld] = v.w;
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -250,18 +198,12 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 
     // ---- A loader: element (m, k) of a tile goes to As[k][m] ----
 #if TRANS_A == 0
-#if A_VREG
-    const int a_kin = 4 * (tid % TV_CH);
-    const int a_m0 = tid / TV_CH;
-    const long long a_rstep = (long long)TV_RSTEP * lda;
-#else
     const int a_kin = tid & 7;
     const int a_m0 = tid >> 3;
-    const long long a_rstep = (long long)T_ROWSTEP * lda;
-#endif
     // Offset of this thread's first element; row r adds r * a_rstep. Rows past M are never
     // read (zero-filled), so their offsets may point anywhere.
     const long long a_off0 = (long long)(bm + a_m0) * lda + a_kin;
+    const long long a_rstep = (long long)T_ROWSTEP * lda;
     const int a_sh = a_kin * AS_LD + a_m0;
 #else
     const int a_c4 = tid % (BM / 4);
@@ -280,16 +222,10 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     const long long b_kstep = (long long)B_KSTEP * ldb;
     const int b_sh = b_k0 * BS_LD + b_c4 * 4;
 #else
-#if B_VREG
-    const int b_kin = 4 * (tid % TV_CH);
-    const int b_n0 = tid / TV_CH;
-    const long long b_rstep = (long long)TV_RSTEP * ldb;
-#else
     const int b_kin = tid & 7;
     const int b_n0 = tid >> 3;
-    const long long b_rstep = (long long)T_ROWSTEP * ldb;
-#endif
     const long long b_off0 = (long long)(bn + b_n0) * ldb + b_kin;
+    const long long b_rstep = (long long)T_ROWSTEP * ldb;
     const int b_sh = b_kin * BS_LD + b_n0;
 #endif
 
@@ -318,12 +254,6 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #if TRANS_B == 0
         const bool b_vec = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(Bb) & 15) == 0;
 #endif
-#if A_VREG
-        const bool a_tvec = (lda & 3) == 0 && (reinterpret_cast<unsigned long long>(Ab) & 15) == 0;
-#endif
-#if B_VREG
-        const bool b_tvec = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(Bb) & 15) == 0;
-#endif
         const float* const a_base = Ab + a_off0;
         const float* const b_base = Bb + b_off0;
 
@@ -334,9 +264,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             const unsigned as_dst = as_sh + 4u * (unsigned)(st * AS_STAGE);
             const unsigned bs_dst = bs_sh + 4u * (unsigned)(st * BS_STAGE);
             if (interior && k0 + BK <= K) {
-#if A_VREG
-        // A goes through registers (fetch / store).
-#elif TRANS_A == 0
+#if TRANS_A == 0
                 const float* const pa = a_base + k0;
 #pragma unroll
                 for (int r = 0; r < A_NROWS; ++r)
@@ -373,7 +301,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                             gg_cp4(bs_dst + 4u * (l * B_KSTEP * BS_LD + q), pb + l * b_kstep + q,
                                    true);
                 }
-#elif !B_VREG
+#else
                 const float* const pb = b_base + k0;
 #pragma unroll
                 for (int r = 0; r < B_NROWS; ++r)
@@ -386,9 +314,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             }
             // Edge tile: every copy checked; out-of-range elements are zero-filled (their
             // source address is the matrix's first element, never read).
-#if A_VREG
-        // A goes through registers (fetch / store).
-#elif TRANS_A == 0
+#if TRANS_A == 0
 #pragma unroll
             for (int r = 0; r < A_NROWS; ++r) {
                 const bool row_ok = bm + a_m0 + r * T_ROWSTEP < M;
@@ -432,7 +358,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                     }
                 }
             }
-#elif !B_VREG
+#else
 #pragma unroll
             for (int r = 0; r < B_NROWS; ++r) {
                 const bool row_ok = bn + b_n0 + r * T_ROWSTEP < N;
@@ -445,36 +371,22 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             }
 #endif
         };
-#endif
-#if A_REG || B_REG
-        // Register-staged copies: the 16-byte transposing loaders, and every operand on archs
-        // without cp.async (always checked: these archs are not the target of the unchecked
-        // fast path).
-#if A_VREG
-        float4 a_reg[BM / TV_RSTEP];
-#elif !A_REG
-#elif TRANS_A == 0
+#else
+        // Register-staged copies for archs without cp.async (always checked: these archs are
+        // not the target of the unchecked fast path).
+#if TRANS_A == 0
         float a_reg[A_NROWS * T_NKG];
 #else
         float4 a_reg[A_PER];
 #endif
-#if B_VREG
-        float4 b_reg[BN / TV_RSTEP];
-#elif !B_REG
-#elif TRANS_B == 0
+#if TRANS_B == 0
         float4 b_reg[B_PER];
 #else
         float b_reg[B_NROWS * T_NKG];
 #endif
         auto fetch = [&](int kt) {
             const int k0 = kt * BK;
-#if A_VREG
-#pragma unroll
-            for (int r = 0; r < BM / TV_RSTEP; ++r)
-                a_reg[r] = gg_chunk(a_base + k0 + r * a_rstep, a_tvec,
-                                    bm + a_m0 + r * TV_RSTEP < M, k0 + a_kin, K);
-#elif !A_REG
-#elif TRANS_A == 0
+#if TRANS_A == 0
 #pragma unroll
             for (int r = 0; r < A_NROWS; ++r) {
                 const bool row_ok = bm + a_m0 + r * T_ROWSTEP < M;
@@ -499,13 +411,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 }
             }
 #endif
-#if B_VREG
-#pragma unroll
-            for (int r = 0; r < BN / TV_RSTEP; ++r)
-                b_reg[r] = gg_chunk(b_base + k0 + r * b_rstep, b_tvec,
-                                    bn + b_n0 + r * TV_RSTEP < N, k0 + b_kin, K);
-#elif !B_REG
-#elif TRANS_B == 0
+#if TRANS_B == 0
 #pragma unroll
             for (int l = 0; l < B_PER; ++l) {
                 const bool row_ok = k0 + b_k0 + l * B_KSTEP < K;
@@ -532,14 +438,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #endif
         };
         auto store = [&](int st) {
-#if A_REG
             float* const as = As + st * AS_STAGE + a_sh;
-#endif
-#if A_VREG
-#pragma unroll
-            for (int r = 0; r < BM / TV_RSTEP; ++r) gg_put_chunk(as + r * TV_RSTEP, AS_LD, a_reg[r]);
-#elif !A_REG
-#elif TRANS_A == 0
+#if TRANS_A == 0
 #pragma unroll
             for (int r = 0; r < A_NROWS; ++r)
 #pragma unroll
@@ -550,14 +450,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             for (int l = 0; l < A_PER; ++l)
                 *reinterpret_cast<float4*>(as + l * A_KSTEP * AS_LD) = a_reg[l];
 #endif
-#if B_REG
             float* const bs = Bs + st * BS_STAGE + b_sh;
-#endif
-#if B_VREG
-#pragma unroll
-            for (int r = 0; r < BN / TV_RSTEP; ++r) gg_put_chunk(bs + r * TV_RSTEP, BS_LD, b_reg[r]);
-#elif !B_REG
-#elif TRANS_B == 0
+#if TRANS_B == 0
 #pragma unroll
             for (int l = 0; l < B_PER; ++l)
                 *reinterpret_cast<float4*>(bs + l * B_KSTEP * BS_LD) = b_reg[l];
@@ -610,8 +504,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #if GG_ASYNC
             if (s < num_tiles) issue(s, s);
             gg_commit();
-#endif
-#if A_REG || B_REG
+#else
             if (s < num_tiles) {
                 fetch(s);
                 store(s);
@@ -634,10 +527,9 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             for (int k = 0; k < BK; ++k) {
                 if (k == BK - 1) {
                     // Tile kt+1 must be resident before its first fragments are read.
-#if A_REG || B_REG
+#if !GG_ASYNC
                     if (kt + STAGES - 1 < num_tiles) store(ws);
-#endif
-#if GG_ASYNC
+#else
                     gg_wait<STAGES - 2>();
 #endif
                     __syncthreads();
@@ -655,8 +547,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #if GG_ASYNC
                     if (kt + STAGES - 1 < num_tiles) issue(kt + STAGES - 1, ws);
                     gg_commit();
-#endif
-#if A_REG || B_REG
+#else
                     if (kt + STAGES - 1 < num_tiles) fetch(kt + STAGES - 1);
 #endif
                 }

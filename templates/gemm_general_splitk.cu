@@ -19,7 +19,7 @@
 //
 // Parameters (#defined by the tuner; TRANS_A / TRANS_B come from the problem, the rest from
 // the space): those of gemm_general.cu (TRANS_A, TRANS_B, BM, BN, BK, WM, WN, WNITER, TM, TN,
-// STAGES, PAD, GROUP_M, MIN_BLOCKS, TVEC; see there), and
+// STAGES, PAD, GROUP_M, MIN_BLOCKS; see there), and
 //   SPLIT_K     K is cut into SPLIT_K chunks of whole BK tiles (grid y); a shape whose K is
 //               too short for SPLIT_K non-empty chunks uses fewer, `splits` (the blocks of
 //               empty chunks exit at once); with one chunk (SPLIT_K == 1, or splits == 1) C is
@@ -87,9 +87,6 @@
 #ifndef MIN_BLOCKS
 #define MIN_BLOCKS 1
 #endif
-#ifndef TVEC
-#define TVEC 0
-#endif
 
 #define WARPS_N (BN / WN)
 #define THREADS ((BM / WM) * WARPS_N * 32)
@@ -123,7 +120,7 @@
 #endif
 // Transposing copies (8 k of THREADS/8 rows per round) and chunk copies (BM/4 or BN/4 chunks
 // per k row) must divide the tile evenly among the threads.
-#if TRANS_A == 0 && !TVEC && ((BM * BK) % THREADS != 0 || (THREADS / 8) > BM || BM % (THREADS / 8) != 0)
+#if TRANS_A == 0 && ((BM * BK) % THREADS != 0 || (THREADS / 8) > BM || BM % (THREADS / 8) != 0)
 #error "TRANS_A = 0: the A loader needs THREADS / 8 to divide BM"
 #endif
 #if TRANS_A == 1 && ((BK * BM / 4) % THREADS != 0 || THREADS % (BM / 4) != 0)
@@ -132,7 +129,7 @@
 #if TRANS_B == 0 && ((BK * BN / 4) % THREADS != 0 || THREADS % (BN / 4) != 0)
 #error "TRANS_B = 0: B's 16-byte chunks do not divide evenly among the threads"
 #endif
-#if TRANS_B == 1 && !TVEC && ((BN * BK) % THREADS != 0 || (THREADS / 8) > BN || BN % (THREADS / 8) != 0)
+#if TRANS_B == 1 && ((BN * BK) % THREADS != 0 || (THREADS / 8) > BN || BN % (THREADS / 8) != 0)
 #error "TRANS_B = 1: the B loader needs THREADS / 8 to divide BN"
 #endif
 
@@ -154,28 +151,12 @@
 #else
 #define B_NROWS (BN / T_ROWSTEP)
 #endif
-// 16-byte transposing loaders (TVEC = 1, as gemm_general's): thread t reads the 4 k at
-// 4 * (t % TV_CH) of row t / TV_CH (+ r * TV_RSTEP) of the tile.
-#define TV_CH (BK / 4)
-#define TV_RSTEP (THREADS / TV_CH)
-#define A_VREG (TVEC && TRANS_A == 0)
-#define B_VREG (TVEC && TRANS_B == 1)
-#if A_VREG && (BM % TV_RSTEP) != 0
-#error "TVEC = 1, TRANS_A = 0: THREADS * 4 / BK must divide BM"
-#endif
-#if B_VREG && (BN % TV_RSTEP) != 0
-#error "TVEC = 1, TRANS_B = 1: THREADS * 4 / BK must divide BN"
-#endif
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define GK_ASYNC 1
 #else
 #define GK_ASYNC 0
 #endif
-// Operands staged through registers: the 16-byte transposing loaders, and every operand on
-// archs without cp.async.
-#define A_REG (A_VREG || !GK_ASYNC)
-#define B_REG (B_VREG || !GK_ASYNC)
 
 #if GK_ASYNC
 __device__ __forceinline__ void gk_cp4(unsigned dst, const float* src, bool ok)
@@ -194,29 +175,6 @@ __device__ __forceinline__ void gk_wait()
     asm volatile("cp.async.wait_group %0;\n" ::"n"(N_) : "memory");
 }
 #endif
-
-// The 16-byte transposing loaders' chunk: 4 consecutive k of one row at p (k = kk..kk+3 of
-// [0, ke)), in one load where `vec` says the row is 16-byte aligned and the chunk lies inside,
-// else element by element, zero outside (gemm_general's gg_chunk).
-__device__ __forceinline__ float4 gk_chunk(const float* p, bool vec, bool row_ok, int kk, int ke)
-{
-    if (vec && row_ok && kk + 4 <= ke) return __ldg(reinterpret_cast<const float4*>(p));
-    float4 v;
-    v.x = (row_ok && kk + 0 < ke) ? __ldg(p + 0) : 0.0f;
-    v.y = (row_ok && kk + 1 < ke) ? __ldg(p + 1) : 0.0f;
-    v.z = (row_ok && kk + 2 < ke) ? __ldg(p + 2) : 0.0f;
-    v.w = (row_ok && kk + 3 < ke) ? __ldg(p + 3) : 0.0f;
-    return v;
-}
-
-// A chunk's 4 k into 4 rows (ld apart) of a transposed shared tile.
-__device__ __forceinline__ void gk_put_chunk(float* s, int ld, float4 v)
-{
-    s[0] = v.x;
-    s[ld] = v.y;
-    s[2 * ld] = v.z;
-    s[3 * ld] = v.w;
-}
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -252,18 +210,12 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 
     // ---- A loader: element (m, k) of a tile goes to As[k][m] ----
 #if TRANS_A == 0
-#if A_VREG
-    const int a_kin = 4 * (tid % TV_CH);
-    const int a_m0 = tid / TV_CH;
-    const long long a_rstep = (long long)TV_RSTEP * lda;
-#else
     const int a_kin = tid & 7;
     const int a_m0 = tid >> 3;
-    const long long a_rstep = (long long)T_ROWSTEP * lda;
-#endif
     // Offset of this thread's first element; row r adds r * a_rstep. Rows past M are never
     // read (zero-filled), so their offsets may point anywhere.
     const long long a_off0 = (long long)(bm + a_m0) * lda + a_kin;
+    const long long a_rstep = (long long)T_ROWSTEP * lda;
     const int a_sh = a_kin * AS_LD + a_m0;
 #else
     const int a_c4 = tid % (BM / 4);
@@ -282,16 +234,10 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     const long long b_kstep = (long long)B_KSTEP * ldb;
     const int b_sh = b_k0 * BS_LD + b_c4 * 4;
 #else
-#if B_VREG
-    const int b_kin = 4 * (tid % TV_CH);
-    const int b_n0 = tid / TV_CH;
-    const long long b_rstep = (long long)TV_RSTEP * ldb;
-#else
     const int b_kin = tid & 7;
     const int b_n0 = tid >> 3;
-    const long long b_rstep = (long long)T_ROWSTEP * ldb;
-#endif
     const long long b_off0 = (long long)(bn + b_n0) * ldb + b_kin;
+    const long long b_rstep = (long long)T_ROWSTEP * ldb;
     const int b_sh = b_kin * BS_LD + b_n0;
 #endif
 
@@ -345,12 +291,6 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #if TRANS_B == 0
         const bool b_vec = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(Bb) & 15) == 0;
 #endif
-#if A_VREG
-        const bool a_tvec = (lda & 3) == 0 && (reinterpret_cast<unsigned long long>(Ab) & 15) == 0;
-#endif
-#if B_VREG
-        const bool b_tvec = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(Bb) & 15) == 0;
-#endif
         const float* const a_base = Ab + a_off0;
         const float* const b_base = Bb + b_off0;
 
@@ -361,9 +301,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             const unsigned as_dst = as_sh + 4u * (unsigned)(st * AS_STAGE);
             const unsigned bs_dst = bs_sh + 4u * (unsigned)(st * BS_STAGE);
             if (interior && k0 + BK <= ke) {
-#if A_VREG
-        // A goes through registers (fetch / store).
-#elif TRANS_A == 0
+#if TRANS_A == 0
                 const float* const pa = a_base + k0;
 #pragma unroll
                 for (int r = 0; r < A_NROWS; ++r)
@@ -400,7 +338,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                             gk_cp4(bs_dst + 4u * (l * B_KSTEP * BS_LD + q), pb + l * b_kstep + q,
                                    true);
                 }
-#elif !B_VREG
+#else
                 const float* const pb = b_base + k0;
 #pragma unroll
                 for (int r = 0; r < B_NROWS; ++r)
@@ -413,9 +351,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             }
             // Edge tile: every copy checked; out-of-range elements are zero-filled (their
             // source address is the matrix's first element, never read).
-#if A_VREG
-        // A goes through registers (fetch / store).
-#elif TRANS_A == 0
+#if TRANS_A == 0
 #pragma unroll
             for (int r = 0; r < A_NROWS; ++r) {
                 const bool row_ok = bm + a_m0 + r * T_ROWSTEP < M;
@@ -459,7 +395,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                     }
                 }
             }
-#elif !B_VREG
+#else
 #pragma unroll
             for (int r = 0; r < B_NROWS; ++r) {
                 const bool row_ok = bn + b_n0 + r * T_ROWSTEP < N;
@@ -472,36 +408,22 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             }
 #endif
         };
-#endif
-#if A_REG || B_REG
-        // Register-staged copies: the 16-byte transposing loaders, and every operand on archs
-        // without cp.async (always checked: these archs are not the target of the unchecked
-        // fast path).
-#if A_VREG
-        float4 a_reg[BM / TV_RSTEP];
-#elif !A_REG
-#elif TRANS_A == 0
+#else
+        // Register-staged copies for archs without cp.async (always checked: these archs are
+        // not the target of the unchecked fast path).
+#if TRANS_A == 0
         float a_reg[A_NROWS * T_NKG];
 #else
         float4 a_reg[A_PER];
 #endif
-#if B_VREG
-        float4 b_reg[BN / TV_RSTEP];
-#elif !B_REG
-#elif TRANS_B == 0
+#if TRANS_B == 0
         float4 b_reg[B_PER];
 #else
         float b_reg[B_NROWS * T_NKG];
 #endif
         auto fetch = [&](int kt) {
             const int k0 = kb + kt * BK;
-#if A_VREG
-#pragma unroll
-            for (int r = 0; r < BM / TV_RSTEP; ++r)
-                a_reg[r] = gk_chunk(a_base + k0 + r * a_rstep, a_tvec,
-                                    bm + a_m0 + r * TV_RSTEP < M, k0 + a_kin, ke);
-#elif !A_REG
-#elif TRANS_A == 0
+#if TRANS_A == 0
 #pragma unroll
             for (int r = 0; r < A_NROWS; ++r) {
                 const bool row_ok = bm + a_m0 + r * T_ROWSTEP < M;
@@ -526,13 +448,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 }
             }
 #endif
-#if B_VREG
-#pragma unroll
-            for (int r = 0; r < BN / TV_RSTEP; ++r)
-                b_reg[r] = gk_chunk(b_base + k0 + r * b_rstep, b_tvec,
-                                    bn + b_n0 + r * TV_RSTEP < N, k0 + b_kin, ke);
-#elif !B_REG
-#elif TRANS_B == 0
+#if TRANS_B == 0
 #pragma unroll
             for (int l = 0; l < B_PER; ++l) {
                 const bool row_ok = k0 + b_k0 + l * B_KSTEP < ke;
@@ -559,14 +475,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #endif
         };
         auto store = [&](int st) {
-#if A_REG
             float* const as = As + st * AS_STAGE + a_sh;
-#endif
-#if A_VREG
-#pragma unroll
-            for (int r = 0; r < BM / TV_RSTEP; ++r) gk_put_chunk(as + r * TV_RSTEP, AS_LD, a_reg[r]);
-#elif !A_REG
-#elif TRANS_A == 0
+#if TRANS_A == 0
 #pragma unroll
             for (int r = 0; r < A_NROWS; ++r)
 #pragma unroll
@@ -577,14 +487,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             for (int l = 0; l < A_PER; ++l)
                 *reinterpret_cast<float4*>(as + l * A_KSTEP * AS_LD) = a_reg[l];
 #endif
-#if B_REG
             float* const bs = Bs + st * BS_STAGE + b_sh;
-#endif
-#if B_VREG
-#pragma unroll
-            for (int r = 0; r < BN / TV_RSTEP; ++r) gk_put_chunk(bs + r * TV_RSTEP, BS_LD, b_reg[r]);
-#elif !B_REG
-#elif TRANS_B == 0
+#if TRANS_B == 0
 #pragma unroll
             for (int l = 0; l < B_PER; ++l)
                 *reinterpret_cast<float4*>(bs + l * B_KSTEP * BS_LD) = b_reg[l];
@@ -637,8 +541,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #if GK_ASYNC
             if (s < num_tiles) issue(s, s);
             gk_commit();
-#endif
-#if A_REG || B_REG
+#else
             if (s < num_tiles) {
                 fetch(s);
                 store(s);
@@ -661,10 +564,9 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             for (int k = 0; k < BK; ++k) {
                 if (k == BK - 1) {
                     // Tile kt+1 must be resident before its first fragments are read.
-#if A_REG || B_REG
+#if !GK_ASYNC
                     if (kt + STAGES - 1 < num_tiles) store(ws);
-#endif
-#if GK_ASYNC
+#else
                     gk_wait<STAGES - 2>();
 #endif
                     __syncthreads();
@@ -682,8 +584,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #if GK_ASYNC
                     if (kt + STAGES - 1 < num_tiles) issue(kt + STAGES - 1, ws);
                     gk_commit();
-#endif
-#if A_REG || B_REG
+#else
                     if (kt + STAGES - 1 < num_tiles) fetch(kt + STAGES - 1);
 #endif
                 }

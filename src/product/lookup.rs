@@ -272,7 +272,6 @@ const GEMM_GENERAL_DEFAULT: &[(&str, i64)] = &[
     ("PAD", 4),
     ("GROUP_M", 1),
     ("MIN_BLOCKS", 1),
-    ("TVEC", 0),
 ];
 
 /// The default config of `gemv_general` for `y = A^T x`: 8 row groups per block, rows split
