@@ -69,8 +69,9 @@ pub fn family_ends(family: &Family, limits: &Limits) -> Result<Vec<Config>, Spac
 }
 
 /// Shapes whose valid configs make up the pool a family's sweep configs are drawn from: short,
-/// square and long reductions (some constraints depend on K), few rows or columns.
-fn reference_shapes(op: Op) -> Vec<Shape> {
+/// square and long reductions (some constraints depend on K), few rows or columns, a short K,
+/// the few-token layer call.
+pub fn reference_shapes(op: Op) -> Vec<Shape> {
     let s = |m, n, k| Shape::mnk(m, n, k);
     match op {
         Op::Gemm => vec![

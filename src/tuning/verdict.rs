@@ -62,6 +62,37 @@ pub fn edge_forms(op: Op) -> Vec<Shape> {
         .collect()
 }
 
+/// Whether verify validates `config` of `family` on the edge problem `problem` (a plain edge
+/// shape or an [`edge_forms`] one). A family of the plain interface computes the plain form
+/// only, any shape of it. A family of the full interface is run on a form only where its space
+/// offers the config for that form on some problem: the edge problem, the config's own problem
+/// (`own`, an entry's), or a sweep reference shape, each taken in the edge problem's form. Its
+/// spaces pin the parameters of the other layouts' paths (gemv's row split of `y = A^T x`, a
+/// split of K that only the NT path has), and the runtime never launches a config on a form
+/// whose constraints reject it (`product::lookup`), so neither does verify.
+pub fn runs_on(
+    family: &crate::family::catalog::Family,
+    config: &Config,
+    own: Option<Shape>,
+    problem: Shape,
+    limits: &crate::family::space::Limits,
+) -> bool {
+    use crate::family::space::Interface;
+    let space = &family.space;
+    if !space.interface.computes(&problem.form) {
+        return false;
+    }
+    if space.interface == Interface::Plain {
+        return true;
+    }
+    let op = space.op;
+    std::iter::once(problem)
+        .chain(own)
+        .chain(crate::tuning::sweep::reference_shapes(op))
+        .map(|s| s.with_form(problem.form))
+        .any(|s| matches!(space.reject_reason(config, s, limits), Ok(None)))
+}
+
 /// The shapes every verified kernel is validated on besides its own problem: single elements,
 /// odd sizes below every tile, a K of 1 with M and N one past and one short of a power of two,
 /// and (gemv) very tall and very wide matrices.
@@ -559,7 +590,79 @@ impl Report {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::problem::Layout;
+    use crate::problem::{Form, Layout};
+
+    #[test]
+    fn full_interface_configs_run_only_on_forms_their_space_offers_them_for() {
+        use crate::family::catalog::Catalog;
+        use crate::family::space::Limits;
+        let cat = Catalog::builtin().unwrap();
+        let limits = Limits::for_arch(90).unwrap();
+        let cfg = |family: &str, params: &[(&str, i64)]| Config {
+            family: family.into(),
+            params: params.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+        };
+        let gemv = cat.get("gemv_general").unwrap();
+        let t_path = cfg(
+            "gemv_general",
+            &[
+                ("WARPS", 8),
+                ("VEC", 4),
+                ("UNROLL", 4),
+                ("TPR", 32),
+                ("RY", 8),
+                ("ROW_SPLIT", 16),
+            ],
+        );
+        let shape = |op: Op, l: &str| Shape::parse(op, l).unwrap();
+        let own = Some(shape(Op::Gemv, "4096x4096:t"));
+        // The row split of y = A^T x is pinned to 1 on y = A x: not run there (several blocks
+        // would add beta * y each), run on every transposed edge.
+        for p in ["100000x3:beta:pad", "1000x999", "3x5:b3:alpha"] {
+            assert!(
+                !runs_on(gemv, &t_path, own, shape(Op::Gemv, p), &limits),
+                "{p}"
+            );
+        }
+        for p in ["33x129:t", "1000x999:t:beta:pad", "17x100001:t:b3"] {
+            assert!(
+                runs_on(gemv, &t_path, own, shape(Op::Gemv, p), &limits),
+                "{p}"
+            );
+        }
+        // A plain-interface family: every plain shape, no other form.
+        let tile2d = cat.get("gemm_tile2d").unwrap();
+        let (_, params) = crate::product::lookup::default_config(Op::Gemm);
+        let c = Config {
+            family: "gemm_tile2d".into(),
+            params,
+        };
+        assert!(runs_on(tile2d, &c, None, shape(Op::Gemm, "3x5x7"), &limits));
+        assert!(!runs_on(
+            tile2d,
+            &c,
+            None,
+            shape(Op::Gemm, "3x5x7:nt"),
+            &limits
+        ));
+        // Every edge form has some config of each full-interface gemm family that runs on it.
+        for f in cat.for_op(Op::Gemm).filter(|f| {
+            f.space.interface.computes(&Form {
+                layout: Layout::Tt,
+                ..Form::PLAIN
+            })
+        }) {
+            let ends = crate::tuning::sweep::family_ends(f, &limits).unwrap();
+            for p in edge_forms(Op::Gemm) {
+                let pruned = f.space.prune(p, &limits).unwrap().valid;
+                let any = ends
+                    .iter()
+                    .chain(&pruned)
+                    .any(|c| runs_on(f, c, None, p, &limits));
+                assert!(any, "{}: nothing runs on {}", f.name(), p.label(Op::Gemm));
+            }
+        }
+    }
 
     #[test]
     fn the_form_edges_parse_and_cover_every_layout_beta_alpha_padding_and_batches() {

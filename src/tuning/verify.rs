@@ -162,14 +162,17 @@ pub fn verify(
         let edges = verdict::edge_shapes(op);
         let forms = verdict::edge_forms(op);
         for shape in edges.into_iter().chain(forms) {
-            // Beyond the plain form, only the kernels of families that compute the form.
+            // Only the kernels whose family computes the form, with a config its space offers
+            // for the form (verdict::runs_on).
             let members: Vec<usize> = members
                 .iter()
                 .copied()
                 .filter(|&i| {
+                    let s = &subjects[i];
+                    let own = s.claim.as_ref().map(|c| c.shape);
                     catalog
-                        .get(&subjects[i].config.family)
-                        .is_ok_and(|f| f.space.interface.computes(&shape.form))
+                        .get(&s.config.family)
+                        .is_ok_and(|f| verdict::runs_on(f, &s.config, own, shape, &dev.info.limits))
                 })
                 .collect();
             if members.is_empty() {
