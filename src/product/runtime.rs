@@ -232,9 +232,10 @@ impl Tuned {
         Ok(self)
     }
 
-    /// Turns the vendor guard on or off (on by default): with it, a shape where the evidence
-    /// (the exact entry's measurement, or the coverage prediction) says cuBLAS is faster is
-    /// computed by cuBLAS.
+    /// Turns the vendor guard on or off (on by default): with it, a problem is computed by
+    /// cuBLAS unless evidence of this GPU on that problem (an exact entry's measurement, or a
+    /// prediction from a coverage grid of its form) says our kernel is faster
+    /// ([`Choice::beats_cublas`]); off, the lookup's config always runs.
     pub fn vendor_guard(mut self, on: bool) -> Tuned {
         self.options.vendor_guard = on;
         self
