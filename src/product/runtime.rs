@@ -155,7 +155,6 @@ pub struct Tuned {
     disk_hits: AtomicUsize,
     quiet: bool,
     options: LookupOptions,
-    /// Coverage predictors by op and form: each form is predicted from its own grid.
     selectors: Mutex<Selectors>,
     blas: Mutex<Option<Blas>>,
     recorder: Option<Recorder>,
@@ -164,8 +163,7 @@ pub struct Tuned {
     online_failed: std::sync::atomic::AtomicBool,
 }
 
-/// The runtime's coverage predictors, by op and form (none where the database has no usable
-/// grid of that form), built on first use.
+/// Coverage predictors by op and form (`None`: no usable grid of that form), built on first use.
 type Selectors = HashMap<(Op, Form), Option<Arc<Selector>>>;
 
 impl Tuned {
@@ -233,8 +231,7 @@ impl Tuned {
     }
 
     /// Turns the vendor guard on or off (on by default): with it, a problem is computed by
-    /// cuBLAS unless evidence of this GPU on that problem (an exact entry's measurement, or a
-    /// prediction from a coverage grid of its form) says our kernel is faster
+    /// cuBLAS unless evidence of this GPU on that problem says our kernel is faster
     /// ([`Choice::beats_cublas`]); off, the lookup's config always runs.
     pub fn vendor_guard(mut self, on: bool) -> Tuned {
         self.options.vendor_guard = on;
@@ -590,8 +587,7 @@ impl Tuned {
             eprintln!("autotune: {}", choice.describe(op, shape));
         }
         if choice.vendor {
-            // A product without cuBLAS still computes: the lookup's config is correct for
-            // every problem, only its speed is unproven.
+            // Without cuBLAS the lookup's config still computes every problem correctly.
             match self.blas_handle(stream) {
                 Ok(_) => {
                     if let Ok(mut r) = self.ready.write() {
