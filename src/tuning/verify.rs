@@ -1,7 +1,8 @@
 //! `autotune verify`: trust what ships. Every kernel a database holds for this GPU is compiled
 //! as the runtime compiles it ([`compile_configs`]: [`crate::family::catalog::Family::kernel`],
 //! then NVRTC), validated on its entry's problem and on the op's edge shapes
-//! ([`verdict::edge_shapes`]), timed on its problem beside cuBLAS in the same process, and
+//! ([`verdict::edge_shapes`], and for the full interface [`verdict::edge_forms`] where
+//! [`verdict::runs_on`] says the config serves the form), timed on its problem beside cuBLAS in the same process, and
 //! judged ([`verdict::judge`]) against what the entry recorded: its time and the checksum of
 //! its family's sources.
 //!
