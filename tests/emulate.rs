@@ -593,12 +593,7 @@ fn every_family_validates_on_edge_shapes_in_the_emulator() {
             let offered = candidates
                 .into_iter()
                 .map(|c| c.with_form(form))
-                .find(|&c| {
-                    family
-                        .space
-                        .prune(c, &limits)
-                        .is_ok_and(|p| !p.valid.is_empty())
-                });
+                .find(|&c| offers(family, c));
             let Some(shape) = offered else { continue };
             for config in covering(family, shape, &limits) {
                 jobs.push((family, config, shape, 900));

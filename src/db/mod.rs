@@ -48,7 +48,7 @@ mod merge;
 mod schema;
 
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 
 pub(crate) use error::line_column;
 pub use error::DbError;

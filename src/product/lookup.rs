@@ -484,10 +484,10 @@ fn rules(
             pass_over(Rule::Exact, e);
         }
     }
-    // Only a grid of the problem's own form predicts for it.
+    // Only a grid of the problem's own form predicts for it (`Selector::rank` says none for
+    // another form).
     if found.is_none() && opts.coverage {
-        let own = selector.filter(|sel| sel.form() == shape.form);
-        if let Some(pick) = own.and_then(|sel| predicted(sel, shape)) {
+        if let Some(pick) = selector.and_then(|sel| predicted(sel, shape)) {
             return Choice { skipped, ..pick };
         }
     }

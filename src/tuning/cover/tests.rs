@@ -143,12 +143,12 @@ fn a_form_is_searched_and_seeded_with_the_families_that_compute_it() {
     // Seeds: current winners of families that compute the form, the form's own first.
     let mut db = crate::db::Database::new();
     let gpu = "NVIDIA Test GPU";
-    let entry = |shape: &str, family: &str, vs: f64, stages: i64| {
-        let s = Shape::parse(Op::Gemm, shape).unwrap();
-        let mut e = db_entry(gpu, s, family, &cat);
-        e.vs_cublas = vs;
-        e.params.insert("STAGES".into(), stages);
-        e
+    let entry = |shape: &str, family: &str, vs: f64, stages: i64| crate::db::Entry {
+        family: family.into(),
+        checksum: cat.get(family).unwrap().checksum.clone(),
+        params: [("STAGES".to_string(), stages)].into(),
+        vs_cublas: vs,
+        ..crate::db::fixtures::entry(gpu, Op::Gemm, shape, 1.0)
     };
     db.upsert(entry("512x512x512", "gemm_tile2d", 2.0, 1));
     db.upsert(entry("512x512x512:tn", "gemm_general", 1.5, 2));
@@ -167,43 +167,6 @@ fn a_form_is_searched_and_seeded_with_the_families_that_compute_it() {
         stages(portfolio_seeds(&db, &cat, gpu, Op::Gemm, &Form::PLAIN, 5)),
         vec![1, 2, 3]
     );
-}
-
-/// A current entry of `family` (its default params) for `shape` on `gpu`.
-fn db_entry(gpu: &str, shape: Shape, family: &str, cat: &Catalog) -> crate::db::Entry {
-    crate::db::Entry {
-        gpu: gpu.into(),
-        op: Op::Gemm,
-        shape: shape.label(Op::Gemm),
-        m: shape.m,
-        n: shape.n,
-        k: shape.k,
-        form: shape.form,
-        family: family.into(),
-        kernel: "k".into(),
-        params: BTreeMap::new(),
-        median_ms: 1.0,
-        min_ms: 1.0,
-        spread_pct: 0.0,
-        samples: 1,
-        gflops: 1.0,
-        gbs: 1.0,
-        cublas_median_ms: 1.0,
-        vs_cublas: 1.0,
-        pct_of_peak: 1.0,
-        max_rel_error: 0.0,
-        tolerance: 1e-5,
-        tried: 1,
-        failed: 0,
-        seed: 1,
-        date: "2026-01-01T00:00:00Z".into(),
-        tool_version: "0".into(),
-        checksum: cat.get(family).unwrap().checksum.clone(),
-        deterministic: None,
-        partial: None,
-        produced_by: None,
-        also_measured: Vec::new(),
-    }
 }
 
 #[test]
