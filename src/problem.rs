@@ -204,6 +204,36 @@ impl Form {
         *self == Form::PLAIN
     }
 
+    /// Whether a coverage grid measured on `grid` is evidence of speed on problems of this
+    /// form: the same layout, beta and batch count (they change what is read and how), while
+    /// alpha is free (one multiply per output, for cuBLAS and for every kernel of the full
+    /// interface alike) and a grid of packed rows also serves padded ones (padded rows are
+    /// 256-byte aligned: the packed, aligned points are their evidence). Only configs whose
+    /// family computes the problem's form are ranked for it
+    /// ([`crate::family::space::Interface::computes`]).
+    pub fn served_by(&self, grid: &Form) -> bool {
+        self.layout == grid.layout
+            && self.beta == grid.beta
+            && self.batch == grid.batch
+            && (self.padded || !grid.padded)
+    }
+
+    /// How many parts of the form differ from `other`'s: each transpose, beta, padding and
+    /// whether the product is batched (alpha costs nothing). Orders the grids of other forms
+    /// a problem without its own is predicted from.
+    pub fn differences(&self, other: &Form) -> u32 {
+        [
+            self.layout.trans_a() != other.layout.trans_a(),
+            self.layout.trans_b() != other.layout.trans_b(),
+            self.beta != other.beta,
+            self.padded != other.padded,
+            (self.batch > 1) != (other.batch > 1),
+        ]
+        .iter()
+        .map(|&d| u32::from(d))
+        .sum()
+    }
+
     /// The `:`-separated tags after the dimensions (empty for the plain form).
     pub fn tags(&self, op: Op) -> String {
         let mut s = String::new();

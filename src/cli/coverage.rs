@@ -19,12 +19,14 @@ pub(super) struct CoverArgs {
     #[arg(long, default_value = "gemm")]
     op: String,
     /// The grid file (default: the built-in configs/coverage/<op>-<layout>.toml where the
-    /// layout has one, gemm-nt.toml, else configs/coverage/<op>.toml).
+    /// layout has one, gemm-nt.toml; else for another form than the plain one
+    /// configs/coverage/<op>-forms.toml where the op has one; else configs/coverage/<op>.toml).
     #[arg(long)]
     grid: Option<PathBuf>,
     /// Operand layouts of every grid problem, as the tuning command takes them: nn, nt, tn,
     /// tt (gemv: n or t). Default: the grid file's `form` (plain for gemm.toml). The coverage
-    /// predicts for problems of exactly the form measured (layout, beta, padding, batch).
+    /// predicts for problems of the layout, beta and batch measured (of any alpha; a packed
+    /// grid serves padded rows too).
     #[arg(long)]
     layout: Option<String>,
     /// Strided batch of every grid problem: this many products per call (default the grid's,
@@ -34,6 +36,10 @@ pub(super) struct CoverArgs {
     /// Beta of every grid problem: any non-zero value measures the beta != 0 form.
     #[arg(long)]
     beta: Option<f64>,
+    /// Alpha of every grid problem: any value but 1 measures the scaled form (only the
+    /// families of the full interface take alpha; the grid serves problems of any alpha).
+    #[arg(long)]
+    alpha: Option<f64>,
     /// Padded leading dimensions for every grid problem.
     #[arg(long)]
     padded: bool,
@@ -72,7 +78,7 @@ pub(super) struct CoverArgs {
     #[arg(long)]
     extend: bool,
     /// No GPU: print the leave-one-out check of the coverage the database holds for --gpu (of
-    /// the form --layout, --beta, --padded, --batch give; default plain).
+    /// the form --layout, --beta, --alpha, --padded, --batch give; default plain).
     #[arg(long, requires = "gpu")]
     loo: bool,
     /// The GPU whose coverage --loo checks, as the database names it.
@@ -85,8 +91,16 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     let op: Op = a.op.parse()?;
     let catalog = Catalog::builtin().context("loading the built-in kernel families")?;
     // The flags override the grid's form, part by part, as they override a shape's tags.
-    let form_of = |base: Form| {
-        super::tuning::form_flags(op, base, a.layout.as_deref(), a.batch, a.beta, a.padded)
+    let form_of = |base: Form| -> Result<Form> {
+        let mut form =
+            super::tuning::form_flags(op, base, a.layout.as_deref(), a.batch, a.beta, a.padded)?;
+        if let Some(alpha) = a.alpha {
+            if !alpha.is_finite() {
+                bail!("--alpha {alpha}: give a finite number (1: the products are not scaled)");
+            }
+            form.scaled = alpha != 1.0;
+        }
+        Ok(form)
     };
     if a.loo {
         let db = Database::load_existing(&a.db)?;
@@ -132,7 +146,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         match before.coverage(&dev.info.name, op, &grid.form) {
             Some(c) => Some(c.clone()),
             None => bail!(
-                "--extend: {} has no {op}{tags} coverage for {} to extend: run `autotune cover --op {op}` (with the same --layout, --beta, --padded, --batch) first",
+                "--extend: {} has no {op}{tags} coverage for {} to extend: run `autotune cover --op {op}` (with the same --layout, --beta, --alpha, --padded, --batch) first",
                 a.db.display(),
                 dev.info.name
             ),
@@ -219,7 +233,7 @@ fn print_loo(db: &Database, catalog: &Catalog, gpu: &str, op: Op, form: &Form) -
     let Some(cov) = db.coverage(gpu, op, form) else {
         let have: Vec<String> = db.coverage.iter().map(|c| c.describe()).collect();
         bail!(
-            "the database has no {op}{tags} coverage for '{gpu}' (it has: {}): run `autotune cover --op {op}` (with --layout, --beta, --padded, --batch for another form) on that GPU",
+            "the database has no {op}{tags} coverage for '{gpu}' (it has: {}): run `autotune cover --op {op}` (with --layout, --beta, --alpha, --padded, --batch for another form) on that GPU",
             if have.is_empty() { "none".to_string() } else { have.join(", ") }
         );
     };

@@ -247,12 +247,26 @@ impl Database {
         self.coverage.sort_by(|a, b| a.key_ref().cmp(&b.key_ref()));
     }
 
-    /// The coverage record of `gpu` and `op` measured on `form`, if any
-    /// ([`Coverage::serves`]: the form must match exactly, batch included).
+    /// The coverage record of `gpu` and `op` measured on exactly `form` (batch included), if
+    /// any: the record `cover` replaces or extends.
     pub fn coverage(&self, gpu: &str, op: Op, form: &Form) -> Option<&Coverage> {
         self.coverage
             .iter()
-            .find(|c| c.gpu == gpu && c.op == op && c.serves(form))
+            .find(|c| c.gpu == gpu && c.op == op && c.form == *form)
+    }
+
+    /// Every coverage record of `gpu` and `op`, in the order a problem of `form` is predicted
+    /// from them: the records that serve the form ([`Coverage::serves`]) first, its own form
+    /// before the others; then the records of other forms, fewest differences first
+    /// ([`Form::differences`]), whose predictions carry no evidence about cuBLAS on the form.
+    pub fn coverages_for(&self, gpu: &str, op: Op, form: &Form) -> Vec<&Coverage> {
+        let mut found: Vec<&Coverage> = self
+            .coverage
+            .iter()
+            .filter(|c| c.gpu == gpu && c.op == op)
+            .collect();
+        found.sort_by_key(|c| (!c.serves(form), c.form != *form, form.differences(&c.form)));
+        found
     }
 
     /// The coverage record that predicts for `shape` on `gpu`: the one of the problem's form.

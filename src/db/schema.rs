@@ -352,11 +352,12 @@ impl Coverage {
         (self.gpu.as_str(), self.op, self.form)
     }
 
-    /// Whether the grid predicts for problems of `form`: exactly its own form (layout,
-    /// padding, beta, alpha and batch count alike). A grid measured on one form says nothing
-    /// about the speed of another: a plain problem never uses an NT grid, nor the reverse.
+    /// Whether the grid is evidence of speed on problems of `form` ([`Form::served_by`]: the
+    /// same layout, beta and batch count; alpha free; a packed grid serves padded rows). A grid
+    /// measured on one layout says nothing about the speed of another: a plain problem is
+    /// never guarded by an NT grid, nor the reverse.
     pub fn serves(&self, form: &Form) -> bool {
-        self.form == *form
+        form.served_by(&self.form)
     }
 
     /// The problem a point measured: its dimensions with the record's form.

@@ -3,21 +3,27 @@
 //! Rules, in order:
 //! 1. **exact**: an entry for this GPU, op and shape;
 //! 2. **predicted**: the fastest config of this GPU's coverage portfolio as predicted for the
-//!    shape from the grid measurements ([`crate::product::select`]), from the coverage record of
-//!    the problem's form (layout, padding, beta, alpha and batch alike: [`selector_for`]); a
-//!    form without a record of its own skips this rule;
+//!    shape from the grid measurements ([`crate::product::select`]), from a coverage record
+//!    that serves the problem's form (the same layout, beta and batch count; alpha free, a
+//!    packed grid serves padded rows: [`crate::problem::Form::served_by`], [`selector_for`]);
 //! 3. **nearest**: the entry of this GPU and op whose shape is nearest in log space,
 //!    `d = sqrt(sum over M, N, K and the batch of ln(a / b)^2)` (so 2048 is as far from 1024
 //!    as from 4096), plus a penalty for each part of the form (layout, beta, padding) that
-//!    differs ([`distance`]);
-//! 4. **same arch**: the nearest entry (same distance) of another GPU of the same arch;
-//! 5. **default**: a built-in config per op that is reasonable on any GPU.
+//!    differs ([`distance`]), when it is of the problem's form and within a factor of two
+//!    ([`NEAR_ENOUGH`]);
+//! 4. **other form**: for a form no grid serves, the prediction from the grid of the nearest
+//!    form measured whose portfolio computes it ([`crate::problem::Form::differences`]): a
+//!    kernel tuned for one shape is a poor guess many sizes away, a grid of a neighbouring
+//!    form knows which tiles suit which sizes;
+//! 5. **nearest** at any distance, then **same arch**: the nearest entry (same distance) of
+//!    another GPU of the same arch;
+//! 6. **default**: a built-in config per op that is reasonable on any GPU.
 //!
 //! The **vendor guard** (on unless [`LookupOptions::vendor_guard`] is off) then keeps the
 //! promise in one place ([`Choice::beats_cublas`]): our kernel runs only where evidence of this
 //! GPU on this problem says it beats cuBLAS, an exact entry measured at least as fast, or a
 //! prediction from a grid of the same form whose least favourable neighbour says it is clearly
-//! faster ([`crate::product::select::GUARD_MARGIN`]). Everything else, rules 3 to 5 included
+//! faster ([`crate::product::select::GUARD_MARGIN`]). Everything else, rules 3 to 6 included
 //! (they carry no evidence about cuBLAS on this problem), says to call cuBLAS
 //! ([`Choice::vendor`]); the config stays in the choice for `explain` and the exports.
 //!
@@ -50,6 +56,8 @@ pub enum Rule {
     Exact,
     /// Predicted from this GPU's coverage grid.
     Predicted,
+    /// Predicted from this GPU's coverage grid of another form (none serves the problem's).
+    OtherForm,
     /// The nearest tuned shape on this GPU.
     Nearest,
     /// The nearest tuned shape of another GPU of the same arch.
@@ -63,6 +71,7 @@ impl fmt::Display for Rule {
         f.write_str(match self {
             Rule::Exact => "exact",
             Rule::Predicted => "predicted from the coverage grid",
+            Rule::OtherForm => "predicted from the coverage grid of another form",
             Rule::Nearest => "nearest tuned shape on this GPU",
             Rule::SameArch => "nearest tuned shape of another GPU of the same arch",
             Rule::Default => "built-in default",
@@ -86,7 +95,7 @@ pub struct Choice {
     /// Entries a rule would have chosen but that are not current for this build, in rule
     /// order; empty when nothing was passed over.
     pub skipped: Vec<Skipped>,
-    /// For [`Rule::Predicted`]: the predicted times.
+    /// For [`Rule::Predicted`] and [`Rule::OtherForm`]: the predicted times.
     pub prediction: Option<Prediction>,
     /// The vendor guard says to call cuBLAS instead: the evidence (the exact entry's
     /// measurement, or the prediction) says it is faster here. The config is what would
@@ -381,8 +390,9 @@ pub fn lookup(
     )
 }
 
-/// The predictor of `gpu`'s coverage for `op` on problems of `form` (the record measured on
-/// that very form), when the database has one it can use.
+/// The predictor of `gpu`'s coverage for `op` on problems of `form`: the first record of
+/// [`Database::coverages_for`] with grid points and configs that compute the form, one that
+/// serves the form ([`Selector::serves`]: rule 2) before one of another form (rule 4).
 pub fn selector_for(
     db: &Database,
     catalog: &Catalog,
@@ -390,12 +400,18 @@ pub fn selector_for(
     op: Op,
     form: &Form,
 ) -> Option<Selector> {
-    let cov = db.coverage(gpu, op, form)?;
     let rec = db.gpu(gpu)?;
-    Selector::new(cov, rec, catalog)
-        .ok()
-        .filter(|s| s.usable() > 0 && s.points() > 0)
+    db.coverages_for(gpu, op, form).into_iter().find_map(|cov| {
+        Selector::new(cov, rec, catalog)
+            .ok()
+            .filter(|s| s.usable_for(form) > 0 && s.points() > 0)
+    })
 }
+
+/// How near (in [`distance`]) an entry of the problem's own form must be for the nearest rule
+/// to go before a prediction from a grid of another form: a factor of two in one dimension
+/// (ln 2 = 0.693, kept in).
+pub const NEAR_ENOUGH: f64 = 0.7;
 
 /// [`lookup`] with a choice of rules, predicting with `selector` (from [`selector_for`] for the
 /// problem's form, kept by callers that look up many shapes; one of another form is not used).
@@ -484,14 +500,27 @@ fn rules(
             pass_over(Rule::Exact, e);
         }
     }
-    // Only a grid of the problem's own form predicts for it (`Selector::rank` says none for
-    // another form).
+    // Only a grid that serves the problem's form predicts for it here (`Selector::rank`
+    // says none for another form); one of another form waits for rule 4.
     if found.is_none() && opts.coverage {
-        if let Some(pick) = selector.and_then(|sel| predicted(sel, shape)) {
+        if let Some(pick) = selector.and_then(|sel| predicted(sel, shape, Rule::Predicted)) {
             return Choice { skipped, ..pick };
         }
     }
-    for rule in [Rule::Nearest, Rule::SameArch] {
+    for rule in [Rule::Nearest, Rule::OtherForm, Rule::SameArch] {
+        if matches!(found, Some((Rule::Exact, _, _))) {
+            break;
+        }
+        if rule == Rule::OtherForm {
+            // Rule 4, unless the nearest entry is of the problem's form and near (rule 3).
+            let near = |&(_, e, d): &(Rule, &Entry, f64)| e.form == shape.form && d <= NEAR_ENOUGH;
+            if opts.coverage && !found.as_ref().is_some_and(near) {
+                if let Some(pick) = selector.and_then(|sel| predicted(sel, shape, rule)) {
+                    return Choice { skipped, ..pick };
+                }
+            }
+            continue;
+        }
         if found.is_some() {
             break;
         }
@@ -536,13 +565,18 @@ fn rules(
     }
 }
 
-/// The coverage's choice for `shape`, when it ranks any config.
-fn predicted(sel: &Selector, shape: Shape) -> Option<Choice> {
-    let ranking: Ranking = sel.rank(shape)?;
+/// The coverage's choice for `shape`, when it ranks any config: from a grid that serves the
+/// shape's form ([`Rule::Predicted`]) or from one of another form ([`Rule::OtherForm`]).
+fn predicted(sel: &Selector, shape: Shape, rule: Rule) -> Option<Choice> {
+    let ranking: Ranking = match rule {
+        Rule::Predicted => sel.rank(shape)?,
+        _ if sel.serves(&shape.form) => return None,
+        _ => sel.rank_across(shape)?,
+    };
     let best = ranking.configs.first()?;
     let config = sel.config(best.index)?;
     Some(Choice {
-        rule: Rule::Predicted,
+        rule,
         family: config.family.clone(),
         params: config.params.clone(),
         entry: None,

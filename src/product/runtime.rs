@@ -299,12 +299,14 @@ impl Tuned {
         self.portfolio_for(op, &Form::PLAIN)
     }
 
-    /// The configs of this GPU's coverage portfolio for `op` on problems of `form` (the grid
-    /// measured on that form; empty without one) that this build can launch.
+    /// The configs of this GPU's coverage portfolio for `op` on problems of `form` that this
+    /// build can launch on them: the grid the lookup predicts the form from
+    /// ([`lookup::selector_for`]: one that serves it, else the nearest form's; empty without
+    /// either).
     pub fn portfolio_for(&self, op: Op, form: &Form) -> Vec<crate::family::space::Config> {
         self.selector(op, form).map_or_else(Vec::new, |s| {
             (0..s.len())
-                .filter(|&i| s.is_usable(i))
+                .filter(|&i| s.is_usable_for(i, form))
                 .filter_map(|i| s.config(i).cloned())
                 .collect()
         })

@@ -125,10 +125,10 @@ struct Usable {
 }
 
 /// Where a shape lies for interpolation: its log sizes, then whether the rows of B (and C)
-/// and of A are 16-byte multiples, scaled by [`ALIGN_WEIGHT`].
+/// and of A are 16-byte multiples (padded rows always are), scaled by [`ALIGN_WEIGHT`].
 fn log_shape(s: Shape) -> [f64; 5] {
     let misaligned = |d: u64| {
-        if d.is_multiple_of(4) {
+        if s.form.padded || d.is_multiple_of(4) {
             0.0
         } else {
             ALIGN_WEIGHT
@@ -252,6 +252,30 @@ impl Selector {
         self.configs.iter().filter(|c| c.current).count()
     }
 
+    /// Whether portfolio config `index` can run a problem of `form`: this build can launch
+    /// it, and its family computes the form (a plain-interface config takes no alpha,
+    /// padding, transpose, beta or batch).
+    pub fn is_usable_for(&self, index: usize, form: &Form) -> bool {
+        self.configs.get(index).is_some_and(|c| {
+            c.current
+                && c.family
+                    .as_ref()
+                    .is_some_and(|f| f.space.interface.computes(form))
+        })
+    }
+
+    /// Configs of the portfolio that can run a problem of `form` ([`Selector::is_usable_for`]).
+    pub fn usable_for(&self, form: &Form) -> usize {
+        (0..self.configs.len())
+            .filter(|&i| self.is_usable_for(i, form))
+            .count()
+    }
+
+    /// Whether the grid is evidence of speed on problems of `form` ([`Form::served_by`]).
+    pub fn serves(&self, form: &Form) -> bool {
+        form.served_by(&self.form)
+    }
+
     /// Grid points.
     pub fn points(&self) -> usize {
         self.points.len()
@@ -274,13 +298,22 @@ impl Selector {
         (t.is_finite() && t > 0.0).then_some(t)
     }
 
-    /// Ranks the usable configs for `shape`, fastest predicted first. `None` when the grid
-    /// is empty, no config is usable, or `shape` is of another form than the grid's (a grid
-    /// says nothing about another form's speed).
+    /// Ranks the configs usable for `shape`'s form, fastest predicted first. `None` when the
+    /// grid is empty, no config is usable, or the grid does not serve the shape's form
+    /// ([`Selector::serves`]: a grid says nothing about another layout's speed, nor about
+    /// cuBLAS's there).
     pub fn rank(&self, shape: Shape) -> Option<Ranking> {
-        if shape.form != self.form {
+        if !self.serves(&shape.form) {
             return None;
         }
+        self.rank_without(shape, None)
+    }
+
+    /// Ranks the configs usable for `shape`'s form from this grid whatever its form: the
+    /// ranking of a problem whose own form has no grid (a transposed, beta or batched call
+    /// predicted from the nearest form measured). Its times and `doubt` are this grid's
+    /// form's, so they are no evidence against cuBLAS on `shape`.
+    pub fn rank_across(&self, shape: Shape) -> Option<Ranking> {
         self.rank_without(shape, None)
     }
 
@@ -308,6 +341,7 @@ impl Selector {
             (weights > 0.0).then(|| sum / weights)
         };
         let mut configs: Vec<Predicted> = (0..self.configs.len())
+            .filter(|&i| self.is_usable_for(i, &shape.form))
             .filter_map(|i| {
                 // A config that failed at any neighbour is not trusted in that region.
                 if near.iter().any(|&(_, p)| self.points[p].ms[i] == 0.0) {

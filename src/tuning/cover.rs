@@ -41,6 +41,10 @@ const BUILTIN: &[(&str, &str)] = &[
         "gemm-nt",
         include_str!("../../configs/coverage/gemm-nt.toml"),
     ),
+    (
+        "gemm-forms",
+        include_str!("../../configs/coverage/gemm-forms.toml"),
+    ),
     ("gemv", include_str!("../../configs/coverage/gemv.toml")),
 ];
 
@@ -147,18 +151,30 @@ pub enum CoverError {
 }
 
 impl Grid {
-    /// The built-in grid for problems of `op` in `form`: `<op>-<layout>.toml` where the layout
-    /// has one (gemm `nt`), else `<op>.toml`, with its form set to `form`.
+    /// The built-in grid for problems of `op` in `form`, with its form set to `form`:
+    /// `<op>-<layout>.toml` where the layout has one (gemm `nt`), else for a form other than
+    /// the plain one `<op>-forms.toml` where the op has one (gemm: the few families of the
+    /// full interface on a coarser lattice), else `<op>.toml`.
     pub fn builtin_for(op: Op, form: Form) -> Result<Grid, CoverError> {
         let own = format!("{}-{}", op.name(), form.layout.name(op));
-        let mut g = match BUILTIN.iter().find(|(n, _)| *n == own) {
-            Some((name, text)) if form.layout != Layout::Nn => {
-                Grid::from_toml_str(text, &format!("configs/coverage/{name}.toml (built in)"))?
-            }
-            _ => Grid::builtin(op)?,
+        let forms = format!("{}-forms", op.name());
+        let text = |name: &str| BUILTIN.iter().find(|(n, _)| *n == name);
+        let pick = if form.layout != Layout::Nn && text(&own).is_some() {
+            text(&own)
+        } else if !form.is_plain() {
+            text(&forms)
+        } else {
+            None
+        };
+        let (mut g, name) = match pick {
+            Some((name, text)) => (
+                Grid::from_toml_str(text, &format!("configs/coverage/{name}.toml (built in)"))?,
+                name.to_string(),
+            ),
+            None => (Grid::builtin(op)?, op.name().to_string()),
         };
         g.form = form;
-        g.check_form(&format!("configs/coverage/{}.toml (built in)", op.name()))?;
+        g.check_form(&format!("configs/coverage/{name}.toml (built in)"))?;
         Ok(g)
     }
 

@@ -1,4 +1,6 @@
-//! Coverage per form: a problem is predicted only from the grid measured on its own form.
+//! Coverage per form: a problem is predicted, and guarded, from a grid that serves its form
+//! (same layout, beta and batch); a form no grid serves is predicted from the nearest form's
+//! grid, and that prediction never launches under the guard.
 
 use super::tests::{entry, gpu};
 use super::*;
@@ -119,26 +121,50 @@ fn an_nt_problem_is_predicted_from_the_nt_grid_and_a_plain_one_from_the_plain_gr
     assert!(sel.rank(problem("512x2048x2048:nt")).is_some());
     assert!(sel.rank(problem("512x2048x2048")).is_none());
     assert!(selector_for(&db, &cat(), GPU, Op::Gemm, &Form::PLAIN).is_some());
+    // TN has no grid: the plain one is a transpose away (NT two), and its gemm_general config
+    // computes TN.
     let tn = Form {
         layout: Layout::Tn,
         ..Form::PLAIN
     };
-    assert!(selector_for(&db, &cat(), GPU, Op::Gemm, &tn).is_none());
+    let sel = selector_for(&db, &cat(), GPU, Op::Gemm, &tn).unwrap();
+    assert_eq!(sel.form(), Form::PLAIN);
+    assert!(!sel.serves(&tn));
+    assert_eq!((sel.usable(), sel.usable_for(&tn)), (2, 1));
+    assert!(sel.rank(problem("512x2048x2048:tn")).is_none());
+    let r = sel.rank_across(problem("512x2048x2048:tn")).unwrap();
+    assert_eq!(r.configs.len(), 1);
+    assert_eq!(
+        sel.config(r.configs[0].index).unwrap().family,
+        "gemm_general"
+    );
 }
 
 #[test]
-fn a_plain_problem_never_uses_an_nt_grid_nor_the_reverse() {
-    // Only an NT grid: the plain problem falls to the later rules.
+fn a_grid_of_another_layout_predicts_but_never_launches_under_the_guard() {
+    // Only an NT grid: the plain problem is predicted from it, and the guard calls cuBLAS
+    // though every NT point says our kernel is twice as fast.
     let only_nt = db(vec![nt_coverage()]);
     let c = pick(&only_nt, "512x2048x2048");
-    assert_eq!(c.rule, Rule::Default, "{c:?}");
-    assert!(c.prediction.is_none());
-    // Only a plain grid: the NT problem too.
+    assert_eq!(
+        (c.rule, c.family.as_str()),
+        (Rule::OtherForm, "gemm_general")
+    );
+    assert!(c.prediction.is_some_and(|p| p.doubt < 0.6), "{c:?}");
+    assert!(c.vendor && !c.beats_cublas(), "{c:?}");
+    assert!(c
+        .describe(Op::Gemm, problem("512x2048x2048"))
+        .contains("another form"));
+    // Only a plain grid: the NT problem is predicted from the one config that computes NT.
     let only_plain = db(vec![plain_coverage()]);
     let c = pick(&only_plain, "512x2048x2048:nt");
-    assert_eq!((c.rule, c.family.as_str()), (Rule::Default, "gemm_general"));
-    // A selector of another form handed to the lookup is not used.
-    let plain_sel = selector_for(&only_plain, &cat(), GPU, Op::Gemm, &Form::PLAIN).unwrap();
+    assert_eq!(
+        (c.rule, c.family.as_str(), c.params["STAGES"]),
+        (Rule::OtherForm, "gemm_general", 3)
+    );
+    assert!(c.vendor, "{c:?}");
+    // Without the guard it launches: the prediction beats the nearest-shape rule's guess.
+    let plain_sel = selector_for(&only_plain, &cat(), GPU, Op::Gemm, &nt()).unwrap();
     let c = lookup_with(
         &only_plain,
         &cat(),
@@ -146,26 +172,64 @@ fn a_plain_problem_never_uses_an_nt_grid_nor_the_reverse() {
         Some("sm_90"),
         Op::Gemm,
         problem("512x2048x2048:nt"),
-        LookupOptions::default(),
+        LookupOptions {
+            vendor_guard: false,
+            ..LookupOptions::default()
+        },
         Some(&plain_sel),
     );
-    assert_eq!(c.rule, Rule::Default, "{c:?}");
+    assert_eq!((c.rule, c.vendor), (Rule::OtherForm, false), "{c:?}");
+    // A grid whose portfolio computes nothing of the form is passed over: only plain
+    // configs, and a TN problem falls to the default.
+    let (family, params) = default_config(Op::Gemm);
+    let plain_only = db(vec![coverage(Form::PLAIN, vec![cfg(&family, params)])]);
+    assert!(selector_for(&plain_only, &cat(), GPU, Op::Gemm, &nt()).is_none());
+    assert_eq!(pick(&plain_only, "512x2048x2048:tn").rule, Rule::Default);
 }
 
 #[test]
-fn a_grid_serves_its_exact_form_only_batch_beta_and_padding_included() {
+fn a_grid_serves_its_layout_beta_and_batch_with_alpha_free_and_padding_served_by_packed_rows() {
     let db = db(vec![plain_coverage(), nt_coverage()]);
     for s in [
         "512x2048x2048:nt:b4",
         "512x2048x2048:nt:beta",
-        "512x2048x2048:nt:pad",
-        "512x2048x2048:nt:alpha",
         "512x2048x2048:tn",
+        "512x2048x2048:tt:pad",
     ] {
         let c = pick(&db, s);
-        assert_ne!(c.rule, Rule::Predicted, "{s}: {c:?}");
+        assert_eq!(c.rule, Rule::OtherForm, "{s}: {c:?}");
         assert_eq!(c.family, "gemm_general", "{s}");
+        assert!(c.vendor, "{s}: {c:?}");
     }
+    for s in [
+        "512x2048x2048:nt:pad",
+        "512x2048x2048:nt:alpha",
+        "512x2048x2048:nt:alpha:pad",
+    ] {
+        let c = pick(&db, s);
+        assert_eq!(c.rule, Rule::Predicted, "{s}: {c:?}");
+        assert_eq!(c.params["STAGES"], 4, "{s}");
+        assert!(!c.vendor, "{s}: {c:?}");
+    }
+    // A plain problem with alpha or padding: the plain grid serves it with the one config of
+    // its portfolio that computes it (the slower one: the guard calls cuBLAS).
+    for s in ["512x2048x2048:alpha", "512x2048x2048:pad"] {
+        let c = pick(&db, s);
+        assert_eq!(
+            (c.rule, c.family.as_str(), c.params["STAGES"]),
+            (Rule::Predicted, "gemm_general", 3),
+            "{s}"
+        );
+        assert!(c.vendor, "{s}: {c:?}");
+    }
+    // A padded grid serves padded problems only.
+    let padded = Form {
+        padded: true,
+        ..nt()
+    };
+    let db = self::db(vec![coverage(padded, vec![general(4), general(3)])]);
+    assert_eq!(pick(&db, "512x2048x2048:nt:pad").rule, Rule::Predicted);
+    assert_eq!(pick(&db, "512x2048x2048:nt").rule, Rule::OtherForm);
     // A grid of the batched form predicts for that batch count.
     let b4 = Form { batch: 4, ..nt() };
     let db = self::db(vec![coverage(b4, vec![general(4), general(3)])]);
@@ -174,7 +238,7 @@ fn a_grid_serves_its_exact_form_only_batch_beta_and_padding_included() {
 }
 
 #[test]
-fn an_nt_problem_without_an_nt_grid_falls_back_to_the_nearest_entry() {
+fn an_nt_problem_without_an_nt_grid_takes_a_near_entry_of_its_form_before_another_forms_grid() {
     let mut db = db(vec![plain_coverage()]);
     // A gemm_general entry of this GPU for an NT problem twice the size.
     let mut e = entry(GPU, Op::Gemm, "1024x2048x2048:nt", 0, 1.2);
@@ -186,6 +250,9 @@ fn an_nt_problem_without_an_nt_grid_falls_back_to_the_nearest_entry() {
     let c = pick(&db, "512x2048x2048:nt");
     assert_eq!((c.rule, c.family.as_str()), (Rule::Nearest, "gemm_general"));
     assert!(c.prediction.is_none());
+    // An entry farther than a factor of two: the plain grid's prediction goes first.
+    let c = pick(&db, "128x2048x2048:nt");
+    assert_eq!(c.rule, Rule::OtherForm, "{c:?}");
     // The plain problem still has its grid.
     assert_eq!(pick(&db, "512x2048x2048").rule, Rule::Predicted);
     // With the coverage rule off, the NT grid is not used either.

@@ -249,6 +249,12 @@ fn a_prediction_launches_only_when_its_least_favourable_neighbour_beats_cublas()
         ..predicted(0.5)
     };
     assert!(!bare.beats_cublas());
+    // A prediction from a grid of another form is no evidence on this one, however fast.
+    let other = Choice {
+        rule: Rule::OtherForm,
+        ..predicted(0.1)
+    };
+    assert!(!other.beats_cublas());
 }
 
 #[test]

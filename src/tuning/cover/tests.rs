@@ -95,8 +95,8 @@ fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
     )))
     .unwrap();
     assert_eq!(file.form, nt);
-    // The NT file with flags for beta and a batch; another layout takes the plain grid's
-    // sizes in its form.
+    // The NT file with flags for beta and a batch; another layout, and every other form but
+    // the plain one, takes gemm-forms.toml's sizes in its form.
     let nt_beta_b4 = Form {
         beta: true,
         batch: 4,
@@ -110,8 +110,24 @@ fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
         ..Form::PLAIN
     };
     let g = Grid::builtin_for(Op::Gemm, tn).unwrap();
-    assert_eq!(g.shapes().len(), plain);
+    let forms = g.shapes().len();
     assert!(g.shapes().iter().all(|s| s.form == tn));
+    assert!((80..plain / 2).contains(&forms), "{forms} of {plain}");
+    for other in [
+        Form {
+            scaled: true,
+            ..Form::PLAIN
+        },
+        Form {
+            layout: Layout::Tt,
+            beta: true,
+            ..Form::PLAIN
+        },
+    ] {
+        let g = Grid::builtin_for(Op::Gemm, other).unwrap();
+        assert_eq!(g.shapes().len(), forms);
+        assert!(g.shapes().iter().all(|s| s.form == other));
+    }
     assert_eq!(
         Grid::builtin_for(Op::Gemm, Form::PLAIN).unwrap(),
         Grid::builtin(Op::Gemm).unwrap()
