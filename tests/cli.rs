@@ -216,7 +216,12 @@ fn cover_measures_one_form_per_grid() {
         "4",
         "--dry-run",
     ]);
-    assert!(dry.contains("gemm:tn:b4:beta grid, 278 shapes"), "{dry}");
+    assert!(dry.contains("gemm:tn:b4:beta grid, 103 shapes"), "{dry}");
+    // Alpha != 1: the families of the full interface on gemm-forms.toml's shapes.
+    let dry = ok(&["cover", "--op", "gemm", "--alpha", "2", "--dry-run"]);
+    let first = dry.lines().next().unwrap_or_default();
+    assert!(first.contains("gemm:alpha grid, 103 shapes"), "{first}");
+    assert!(first.contains("gemm_general") && !first.contains("gemm_tile2d"), "{first}");
     common::fails_with(
         &[
             "cover",

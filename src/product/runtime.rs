@@ -299,10 +299,8 @@ impl Tuned {
         self.portfolio_for(op, &Form::PLAIN)
     }
 
-    /// The configs of this GPU's coverage portfolio for `op` on problems of `form` that this
-    /// build can launch on them: the grid the lookup predicts the form from
-    /// ([`lookup::selector_for`]: one that serves it, else the nearest form's; empty without
-    /// either).
+    /// The configs of this GPU's coverage portfolio for `op` that can run problems of `form`:
+    /// the grid the lookup predicts the form from ([`lookup::selector_for`]).
     pub fn portfolio_for(&self, op: Op, form: &Form) -> Vec<crate::family::space::Config> {
         self.selector(op, form).map_or_else(Vec::new, |s| {
             (0..s.len())
