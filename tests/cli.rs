@@ -221,7 +221,10 @@ fn cover_measures_one_form_per_grid() {
     let dry = ok(&["cover", "--op", "gemm", "--alpha", "2", "--dry-run"]);
     let first = dry.lines().next().unwrap_or_default();
     assert!(first.contains("gemm:alpha grid, 103 shapes"), "{first}");
-    assert!(first.contains("gemm_general") && !first.contains("gemm_tile2d"), "{first}");
+    assert!(
+        first.contains("gemm_general") && !first.contains("gemm_tile2d"),
+        "{first}"
+    );
     common::fails_with(
         &[
             "cover",
