@@ -186,13 +186,17 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     };
     let cache = nvrtc::Cache::new();
     let start = std::time::Instant::now();
-    let note = |line: &str| eprintln!("{line}");
+    let rec = dev.info.record(&nvrtc::nvrtc_version()?);
+    let progress = Checkpoints {
+        db: (!a.no_save).then_some(a.db.as_path()),
+        gpu: &rec,
+        last: std::sync::Mutex::new(start),
+    };
     let cov = match &base {
-        Some(base) => cover::extend(&dev, &catalog, &cache, &grid, base, &opts, &note)?,
-        None => cover::cover(&dev, &catalog, &cache, &grid, &opts, &note)?,
+        Some(base) => cover::extend(&dev, &catalog, &cache, &grid, base, &opts, &progress)?,
+        None => cover::cover(&dev, &catalog, &cache, &grid, &opts, &progress)?,
     };
     eprintln!("cover: measured in {:.1} s", start.elapsed().as_secs_f64());
-    let rec = dev.info.record(&nvrtc::nvrtc_version()?);
     let db = if a.no_save {
         let mut db = Database::load(&a.db)?;
         db.upsert_gpu(rec);
@@ -208,6 +212,50 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         db
     };
     print_loo(&db, &catalog, &dev.info.name, op, &grid.form)
+}
+
+/// How often a coverage run saves the points measured so far.
+const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(20);
+
+/// Prints a run's news, and saves its record to the database every [`CHECKPOINT_EVERY`], so
+/// a run cut short (a time limit, a lost machine) keeps what it measured: `cover --extend`
+/// with the same flags measures the rest.
+struct Checkpoints<'a> {
+    /// The database to save to (`None`: --no-save).
+    db: Option<&'a std::path::Path>,
+    gpu: &'a autotune::db::GpuRecord,
+    last: std::sync::Mutex<std::time::Instant>,
+}
+
+impl cover::CoverProgress for Checkpoints<'_> {
+    fn note(&self, line: &str) {
+        eprintln!("{line}");
+    }
+
+    fn checkpoint(&self, partial: &autotune::db::Coverage) {
+        let Some(db) = self.db else {
+            return;
+        };
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if last.elapsed() < CHECKPOINT_EVERY {
+            return;
+        }
+        *last = std::time::Instant::now();
+        let saved = Database::update_file(db, |d| {
+            d.upsert_gpu(self.gpu.clone());
+            d.upsert_coverage(partial.clone());
+            Ok(())
+        });
+        match saved {
+            Ok(_) => eprintln!(
+                "cover: {} points saved to {} (a run cut short goes on with --extend)",
+                partial.points.len(),
+                db.display()
+            ),
+            // The run goes on; the final save reports the error if it persists.
+            Err(e) => eprintln!("cover: could not save the points so far: {e:#}"),
+        }
+    }
 }
 
 fn summary_line(what: &str, values: &[f64]) -> String {

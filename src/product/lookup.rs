@@ -208,6 +208,14 @@ impl Choice {
         }
         let why = match (self.rule, &self.entry, &self.prediction) {
             (Rule::Exact, Some(e), _) => format!("measured {:.3}x cuBLAS here", e.vs_cublas),
+            (Rule::OtherForm, _, Some(p)) => format!(
+                "predicted {:.4} ms against cuBLAS's {:.4} ms from a grid of another form, which says nothing of cuBLAS on this one",
+                p.ms, p.cublas_ms
+            ),
+            (_, _, Some(p)) if !p.doubt.is_finite() => format!(
+                "predicted {:.4} ms against cuBLAS's {:.4} ms, but no grid point near has rows of this problem's alignment (16-byte multiples or not)",
+                p.ms, p.cublas_ms
+            ),
             (_, _, Some(p)) => format!(
                 "predicted {:.4} ms against cuBLAS's {:.4} ms, {:.3}x its time by the least favourable neighbour",
                 p.ms, p.cublas_ms, p.doubt

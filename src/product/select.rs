@@ -84,7 +84,8 @@ pub struct Ranking {
     pub nearest: f64,
     /// The best config's time over cuBLAS's, pessimistically: the neighbours' weighted
     /// geometric mean of it, raised by [`guard_spread`] of their weighted standard deviation
-    /// (in log space).
+    /// (in log space); infinite where no neighbour's rows have the shape's alignment (16-byte
+    /// multiples or not, for A, B and C alike), whose times are of other loads.
     pub doubt: f64,
 }
 
@@ -141,6 +142,14 @@ fn log_shape(s: Shape) -> [f64; 5] {
         misaligned(s.n),
         misaligned(s.k),
     ]
+}
+
+/// Which stored rows (A, B, C as [`Shape::stored`] lays them out) are 16-byte multiples: the
+/// kernels copy 16 bytes at a time only where they are (padded rows always are), so a
+/// time measured on rows of one class is no evidence for another ([`Ranking::doubt`]).
+fn alignment(op: Op, s: Shape) -> [bool; 3] {
+    let stored = s.stored(op);
+    std::array::from_fn(|i| s.form.padded || stored[i].1.is_multiple_of(4))
 }
 
 fn dist2(a: &[f64; 5], b: &[f64; 5]) -> f64 {
@@ -376,7 +385,12 @@ impl Selector {
             })
             .unwrap_or_default();
         let weights: f64 = evidence.iter().map(|e| e.0).sum();
-        let doubt = (weights > 0.0).then(|| {
+        // Rows of another alignment than every neighbour's: the evidence is of other loads.
+        let class = alignment(self.op, shape);
+        let like = near
+            .iter()
+            .any(|&(_, g)| alignment(self.op, self.points[g].shape) == class);
+        let doubt = (weights > 0.0 && like).then(|| {
             let mean = evidence.iter().map(|e| e.0 * e.1).sum::<f64>() / weights;
             let var = evidence
                 .iter()
@@ -572,6 +586,41 @@ mod tests {
         assert!(
             loo.iter().all(|h| (h.regret - 1.0).abs() < 1e-12),
             "{loo:?}"
+        );
+    }
+
+    #[test]
+    fn rows_of_an_alignment_no_neighbour_has_are_no_evidence_for_the_guard() {
+        let cat = Catalog::builtin().unwrap();
+        // Every grid point's rows are 16-byte multiples.
+        let (_, sel) = coverage(&cat);
+        let aligned = sel.rank(Shape::mnk(700, 700, 900)).unwrap();
+        assert!(aligned.doubt.is_finite(), "{aligned:?}");
+        // N or K odd: ranked as before, but the guard has no evidence.
+        for shape in [Shape::mnk(700, 701, 900), Shape::mnk(700, 700, 899)] {
+            let r = sel.rank(shape).unwrap();
+            assert_eq!(r.configs.len(), 2);
+            assert!(r.doubt.is_infinite() && r.prefers_cublas(), "{shape:?}: {r:?}");
+        }
+        // M odd does not change a row of NN's A, B or C; padded rows are always aligned.
+        assert!(sel.rank(Shape::mnk(701, 700, 900)).unwrap().doubt.is_finite());
+        let padded = Shape::mnk(700, 701, 899).with_form(crate::problem::Form {
+            padded: true,
+            ..crate::problem::Form::PLAIN
+        });
+        assert_eq!(alignment(Op::Gemm, padded), [true; 3]);
+        // By layout: TT stores A as K x M, so an odd M misaligns A's rows there.
+        let tt = crate::problem::Form {
+            layout: crate::problem::Layout::Tt,
+            ..crate::problem::Form::PLAIN
+        };
+        assert_eq!(
+            alignment(Op::Gemm, Shape::mnk(701, 700, 900).with_form(tt)),
+            [false, true, true]
+        );
+        assert_eq!(
+            alignment(Op::Gemm, Shape::mnk(700, 700, 899).with_form(tt)),
+            [true, false, true]
         );
     }
 

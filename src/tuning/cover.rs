@@ -482,6 +482,10 @@ pub fn portfolio_seeds(
 pub trait CoverProgress: Sync {
     /// One line of news.
     fn note(&self, line: &str);
+
+    /// The record as measured so far, after each grid point: a caller that saves it keeps
+    /// what a run cut short measured, and [`extend`] measures the rest.
+    fn checkpoint(&self, _partial: &Coverage) {}
 }
 
 impl<F: Fn(&str) + Sync> CoverProgress for F {
@@ -578,16 +582,6 @@ pub fn cover(
             crate::family::space::params_label(&c.params)
         ));
     }
-    let points = measure_grid(
-        dev,
-        catalog,
-        cache,
-        op,
-        &grid.shapes(),
-        &portfolio,
-        opts,
-        progress,
-    )?;
     let configs = portfolio
         .iter()
         .map(|c| CoverageConfig {
@@ -599,7 +593,7 @@ pub fn cover(
                 .unwrap_or_default(),
         })
         .collect();
-    Ok(Coverage {
+    let record = Coverage {
         gpu: dev.info.name.clone(),
         op,
         form: grid.form,
@@ -614,8 +608,18 @@ pub fn cover(
             shard: None,
         }),
         configs,
-        points,
-    })
+        points: Vec::new(),
+    };
+    measure_grid(
+        dev,
+        catalog,
+        cache,
+        &grid.shapes(),
+        record,
+        &portfolio,
+        opts,
+        progress,
+    )
 }
 
 /// Adds the shapes of `grid` that `base` lacks to `base` (a coverage of this GPU, of the grid's
@@ -674,27 +678,28 @@ pub fn extend(
         base.points.len(),
         shapes.len()
     ));
-    let points = measure_grid(dev, catalog, cache, op, &shapes, &portfolio, opts, progress)?;
-    let mut out = base.clone();
-    out.points.extend(points);
-    out.date = utc_now_rfc3339();
-    out.tool_version = env!("CARGO_PKG_VERSION").to_string();
-    Ok(out)
+    let mut record = base.clone();
+    record.date = utc_now_rfc3339();
+    record.tool_version = env!("CARGO_PKG_VERSION").to_string();
+    measure_grid(
+        dev, catalog, cache, &shapes, record, &portfolio, opts, progress,
+    )
 }
 
-/// Times every `portfolio` config on every shape (0 where it fails), beside cuBLAS.
+/// Times every `portfolio` config on every shape (0 where it fails), beside cuBLAS, adding a
+/// point to `record` per shape ([`CoverProgress::checkpoint`] after each).
 #[allow(clippy::too_many_arguments)]
 fn measure_grid(
     dev: &Device,
     catalog: &Catalog,
     cache: &nvrtc::Cache,
-    op: Op,
     shapes: &[Shape],
+    mut record: Coverage,
     portfolio: &[Config],
     opts: &CoverOptions,
     progress: &dyn CoverProgress,
-) -> Result<Vec<CoveragePoint>, CoverError> {
-    let mut points = Vec::new();
+) -> Result<Coverage, CoverError> {
+    let op = record.op;
     for (i, &shape) in shapes.iter().enumerate() {
         let run_err = |source| CoverError::Run {
             shape: shape.label(op),
@@ -732,13 +737,14 @@ fn measure_grid(
             cublas.median_ms / best
         ));
         // The label gives the dimensions; the record's form applies to every point.
-        points.push(CoveragePoint {
+        record.points.push(CoveragePoint {
             shape: shape.dims().label(op),
             cublas_ms: cublas.median_ms,
             ms,
         });
+        progress.checkpoint(&record);
     }
-    Ok(points)
+    Ok(record)
 }
 
 #[cfg(test)]
