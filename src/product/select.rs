@@ -600,10 +600,17 @@ mod tests {
         for shape in [Shape::mnk(700, 701, 900), Shape::mnk(700, 700, 899)] {
             let r = sel.rank(shape).unwrap();
             assert_eq!(r.configs.len(), 2);
-            assert!(r.doubt.is_infinite() && r.prefers_cublas(), "{shape:?}: {r:?}");
+            assert!(
+                r.doubt.is_infinite() && r.prefers_cublas(),
+                "{shape:?}: {r:?}"
+            );
         }
         // M odd does not change a row of NN's A, B or C; padded rows are always aligned.
-        assert!(sel.rank(Shape::mnk(701, 700, 900)).unwrap().doubt.is_finite());
+        assert!(sel
+            .rank(Shape::mnk(701, 700, 900))
+            .unwrap()
+            .doubt
+            .is_finite());
         let padded = Shape::mnk(700, 701, 899).with_form(crate::problem::Form {
             padded: true,
             ..crate::problem::Form::PLAIN
