@@ -18,7 +18,18 @@ use std::time::{Duration, Instant};
 
 type Res<T> = Result<T, Box<dyn std::error::Error>>;
 
-fn main() -> Res<()> {
+/// Errors print as messages (`Error: no CUDA driver ...`), not as `Debug` values.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Res<()> {
     let args: Vec<String> = std::env::args().collect();
     if args.len() < 5 {
         return Err("usage: online SHIPPED_DB ONLINE_DB COUNT SEED [BUDGET_MS]".into());

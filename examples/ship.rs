@@ -70,7 +70,18 @@ fn max_rel_diff(x: &[f32], y: &[f32]) -> f64 {
         .fold(0.0, f64::max)
 }
 
-fn main() -> Res<()> {
+/// Errors print as messages (`Error: no CUDA driver ...`), not as `Debug` values.
+fn main() -> std::process::ExitCode {
+    match run() {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+fn run() -> Res<()> {
     // An error value, not a panic, when the driver or the GPU is missing.
     let ctx = Tuned::context(0)?;
     let stream = ctx.default_stream();

@@ -163,7 +163,7 @@ pub struct Form {
     /// The operands' layouts.
     #[serde(default)]
     pub layout: Layout,
-    /// Leading dimensions padded past the rows (see [`Shape::lds`]); packed when false. The
+    /// Leading dimensions padded past the rows (see [`Shape::strides`]); packed when false. The
     /// kernels care about the alignment a padding gives, not its size.
     #[serde(default)]
     pub padded: bool,

@@ -332,6 +332,40 @@ fn gpu_names_match_by_one_rule_everywhere() {
         csv.contains("NVIDIA H100 80GB HBM3") && !csv.contains("NVIDIA H200,"),
         "{csv}"
     );
+    // summary and cover --loo match the same way.
+    let suite = "configs/suites/gemm.toml";
+    let summary = ok(&["summary", "--suite", suite, "--db", db, "--gpu", "h200"]);
+    assert!(
+        summary.starts_with("gemm suite on NVIDIA H200 (sm_90"),
+        "{summary}"
+    );
+    common::fails_with(
+        &["summary", "--suite", suite, "--db", db, "--gpu", "nvidia"],
+        &["nvidia", "NVIDIA H100 80GB HBM3", "NVIDIA H200"],
+    );
+    let loo = ok(&[
+        "cover", "--loo", "--db", db, "--gpu", "h100", "--op", "gemv",
+    ]);
+    assert!(
+        loo.starts_with("leave-one-out on 78 grid points of NVIDIA H100 80GB HBM3 gemv"),
+        "{loo}"
+    );
+}
+
+/// A negative dimension reaches the shape parser, whose message says what is accepted, rather
+/// than clap's "unexpected argument '-5'".
+#[test]
+fn a_negative_shape_gets_the_shape_error() {
+    for args in [
+        vec!["--shape", "-5x10x10", "--dry-run", "--arch", "sm_90"],
+        vec!["best", "--shape", "-5x10x10"],
+        vec!["verify", "--shape", "-5x10x10"],
+    ] {
+        common::fails_with(
+            &args,
+            &["shape '-5x10x10': every dimension must be at least 1"],
+        );
+    }
 }
 
 /// `verify` refuses bad options before it needs a GPU: a slowdown below 1, a real arch given

@@ -333,3 +333,44 @@ fn the_runtime_reports_a_missing_driver_as_an_error() {
         "{err}"
     );
 }
+
+/// The examples a product copies report a missing driver or GPU as a message, not as a
+/// `Debug` value (`Error: Device(NoDriver)`). Where a GPU is present they run and succeed.
+#[test]
+fn the_examples_print_errors_as_messages() {
+    // cargo builds the examples beside the test binaries: target/<profile>/examples.
+    let exe = std::env::current_exe().unwrap();
+    let dir = exe
+        .parent()
+        .and_then(Path::parent)
+        .unwrap()
+        .join("examples");
+    for (name, args) in [
+        ("ship", vec![]),
+        (
+            "online",
+            vec!["results/tuning.toml", "/nonexistent/online.toml", "1", "1"],
+        ),
+    ] {
+        let path = dir.join(name);
+        if !path.exists() {
+            // `cargo test --test errors` builds no example; a whole `cargo test` (CI) does.
+            println!("skipped: {} was not built", path.display());
+            continue;
+        }
+        let out = std::process::Command::new(&path)
+            .args(&args)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .output()
+            .unwrap();
+        if out.status.success() {
+            continue;
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        let last = err.lines().last().unwrap_or_default();
+        assert!(
+            last.starts_with("Error: ") && !last.contains("Device(") && !last.contains("Err("),
+            "{name}: {err}"
+        );
+    }
+}

@@ -104,8 +104,9 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     };
     if a.loo {
         let db = Database::load_existing(&a.db)?;
-        let gpu = a.gpu.as_deref().unwrap_or_default();
-        return print_loo(&db, &catalog, gpu, op, &form_of(Form::PLAIN)?);
+        let query = a.gpu.as_deref().unwrap_or_default();
+        let gpu = autotune::report::gpus::resolve_gpu(&db, &a.db.display().to_string(), query)?;
+        return print_loo(&db, &catalog, &gpu, op, &form_of(Form::PLAIN)?);
     }
     let grid = match &a.grid {
         Some(p) => {

@@ -43,7 +43,8 @@ struct Args {
         long,
         short,
         required_unless_present = "suite",
-        conflicts_with = "suite"
+        conflicts_with = "suite",
+        allow_hyphen_values = true
     )]
     shape: Option<String>,
     /// Tune every shape of a suite file (e.g. configs/suites/gemv.toml); its `op` applies.
@@ -233,23 +234,18 @@ struct SummaryArgs {
 fn summary(a: &SummaryArgs) -> Result<()> {
     let suite = Suite::load(&a.suite)?;
     let db = Database::load_existing(&a.db)?;
-    let Some(gpu) = db.gpu(&a.gpu) else {
-        let known: Vec<_> = db.gpus.iter().map(|g| format!("'{}'", g.name)).collect();
+    // The same name matching as every command that takes --gpu (`--gpu h200`).
+    let name = autotune::report::gpus::resolve_gpu(&db, &a.db.display().to_string(), &a.gpu)?;
+    let Some(gpu) = db.gpu(&name) else {
         bail!(
-            "no GPU named '{}' in {}; {}",
-            a.gpu,
-            a.db.display(),
-            if known.is_empty() {
-                "it has no GPU yet: tune on that GPU first".to_string()
-            } else {
-                format!("pass --gpu with one it has: {}", known.join(", "))
-            }
+            "{} has entries of '{name}' but no [[gpu]] record for it: tune on that GPU again to write one",
+            a.db.display()
         );
     };
     let mut entries = Vec::new();
     let mut missing = Vec::new();
     for &shape in &suite.shapes {
-        match db.get(&a.gpu, suite.op, shape) {
+        match db.get(&name, suite.op, shape) {
             Some(e) => entries.push(e),
             None => missing.push(shape.label(suite.op)),
         }
@@ -268,7 +264,7 @@ struct Target {
     #[arg(long)]
     op: Option<String>,
     /// Problem shape: MxNxK (gemm) or MxK (gemv); a filter for export --format csv|json|t4.
-    #[arg(long, short)]
+    #[arg(long, short, allow_hyphen_values = true)]
     shape: Option<String>,
     /// GPU name as recorded in the database (default: the name of --device, which needs a GPU).
     #[arg(long)]

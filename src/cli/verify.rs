@@ -26,7 +26,7 @@ pub(super) struct VerifyArgs {
     #[arg(long)]
     op: Option<String>,
     /// Only the entry of this shape: MxNxK (gemm), MxK (gemv, with --op gemv).
-    #[arg(long, short)]
+    #[arg(long, short, allow_hyphen_values = true)]
     shape: Option<String>,
     /// Only the entries (and, with --space-ends, the space ends) of this family; repeatable.
     #[arg(long)]

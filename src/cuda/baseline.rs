@@ -117,7 +117,7 @@ fn cublas_batch(op: Op, call: &Call) -> Result<Batch, String> {
 /// cuBLAS's configuration for row-major `C = alpha op(A) op(B) + beta C` laid out by `call`
 /// (see [`crate::problem`] for the mapping): cuBLAS's first matrix is our B, its second our A,
 /// with the same transpose letters and leading dimensions. The batch's strides follow the
-/// same swap ([`cublas_batch`]).
+/// same swap (`cublas_batch`).
 pub fn general_gemm<T>(
     shape: Shape,
     call: &Call,

@@ -7,7 +7,7 @@
 //! directory holding `libcublas.so*` (the highest-versioned `libcublas.so.N` there), or a bare
 //! file name the dynamic loader looks up; when it is unset (or empty), the names cudarc tries,
 //! in cudarc's order. A chosen library that cannot be loaded is an error, never a fallback to
-//! another cuBLAS. These rules are [`super::dylib`]'s, shared with NVRTC.
+//! another cuBLAS. These rules are the `dylib` module's, shared with NVRTC.
 //!
 //! The library is loaded once per process and never unloaded. [`Blas`] calls it with full
 //! column-major cuBLAS parameters on cudarc buffers, checking each buffer's length against

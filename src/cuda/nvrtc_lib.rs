@@ -7,7 +7,7 @@
 //! holding `libnvrtc.so*` (the highest-versioned `libnvrtc.so.N` there), or a bare file name
 //! the dynamic loader looks up; when it is unset (or empty), the names cudarc tries, in
 //! cudarc's order. A chosen library that cannot be loaded is an error: never a fallback to
-//! another NVRTC. These rules are [`super::dylib`]'s, shared with cuBLAS.
+//! another NVRTC. These rules are the `dylib` module's, shared with cuBLAS.
 //!
 //! The library is loaded once per process and never unloaded; `get` hands out the function
 //! pointers, wrapped in safe calls.

@@ -14,7 +14,7 @@
 //! predicted time wins; the vendor guard keeps it only if the neighbours' evidence, their
 //! mean plus half their spread, predicts it at most [`GUARD_MARGIN`] of cuBLAS's time
 //! ([`Ranking::doubt`]). Shapes whose rows are not multiples of 4 floats (no 16-byte copies)
-//! are interpolated mostly from grid points like them ([`ALIGN_WEIGHT`]).
+//! are interpolated mostly from grid points like them (`ALIGN_WEIGHT`).
 //!
 //! [`Selector::leave_one_out`] checks the rule on the grid itself: each point is predicted
 //! from the others and the choice's real time there is compared with the best of the

@@ -45,12 +45,26 @@ impl Table {
         self
     }
 
-    /// Adds a row: one cell per column; missing cells render empty, extra ones are dropped.
+    /// Adds a row: one cell per column.
+    ///
+    /// # Panics
+    ///
+    /// When the row has another number of cells than the table has columns: a report that
+    /// builds its rows out of step with its header is a bug, which a cell silently dropped
+    /// (a whole column of numbers never printed) would hide.
     pub fn row(&mut self, cells: Vec<String>) {
+        assert_eq!(
+            cells.len(),
+            self.header.len(),
+            "a row of {} cells for the {} columns {:?}",
+            cells.len(),
+            self.header.len(),
+            self.header
+        );
         self.rows.push(cells);
     }
 
-    /// The header and the rows, each cut or filled to the number of columns.
+    /// The header and the rows (every row has a cell per column).
     fn lines(&self) -> impl Iterator<Item = Vec<&str>> + '_ {
         std::iter::once(&self.header).chain(&self.rows).map(|r| {
             (0..self.header.len())
@@ -148,6 +162,21 @@ mod tests {
     }
 
     #[test]
+    #[should_panic(expected = "a row of 3 cells for the 2 columns")]
+    fn a_row_with_a_cell_too_many_is_rejected() {
+        let mut t = Table::new(&["shape", "x cuBLAS"], &[true]);
+        t.row(vec!["1x1x1".into(), "1.0".into()]);
+        t.row(vec!["1x1x1".into(), "1.0".into(), "regret".into()]);
+    }
+
+    #[test]
+    #[should_panic(expected = "a row of 1 cells for the 2 columns")]
+    fn a_row_with_a_cell_missing_is_rejected() {
+        let mut t = Table::new(&["shape", "x cuBLAS"], &[true]);
+        t.row(vec!["1x1x1".into()]);
+    }
+
+    #[test]
     fn text_aligns_columns() {
         assert_eq!(
             sample().render(),
@@ -156,11 +185,11 @@ mod tests {
     }
 
     #[test]
-    fn columns_added_one_by_one_and_short_rows() {
+    fn columns_added_one_by_one_and_empty_cells() {
         let mut t = Table::default();
         t.column("x", Align::Right).column("label", Align::Left);
-        t.row(vec!["100".into()]);
-        t.row(vec!["2".into(), "b".into(), "dropped".into()]);
+        t.row(vec!["100".into(), String::new()]);
+        t.row(vec!["2".into(), "b".into()]);
         assert_eq!(t.render(), "  x  label\n100\n  2  b\n");
         assert_eq!(
             t.markdown(),
