@@ -54,7 +54,7 @@ export AUTOTUNE_BIN="$PWD/.gpu/autotune"
 status=0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   start=$SECONDS
-  AUTOTUNE_REQUIRE_GPU=1 .gpu/gpu-tests --test-threads=1 --nocapture ${GPU_TESTS_FILTER:-} >"$OUT/gpu-tests.log" 2>&1 || status=1
+  AUTOTUNE_REQUIRE_GPU=1 .gpu/gpu-tests --include-ignored --test-threads=1 --nocapture ${GPU_TESTS_FILTER:-} >"$OUT/gpu-tests.log" 2>&1 || status=1
   echo "gpu tests: $(grep -E '^test result' "$OUT/gpu-tests.log" | tail -1) ($((SECONDS - start)) s)" | tee -a "$OUT/summary.txt"
   grep -E "validated|skipped|^sweep" "$OUT/gpu-tests.log" | tee -a "$OUT/summary.txt"
 fi
@@ -213,7 +213,7 @@ if [ -n "${NVRTC12:-}" ]; then
   done
   start=$SECONDS
   AUTOTUNE_NVRTC="$d" AUTOTUNE_PTX_ARCH=compute_61 AUTOTUNE_SWEEP=${NVRTC12_SWEEP:-quick} AUTOTUNE_REQUIRE_GPU=1 \
-    .gpu/gpu-tests --test-threads=1 --nocapture randomized_sweep_through_older_ptx >"$OUT/nvrtc12-sweep.log" 2>&1 || status=1
+    .gpu/gpu-tests --include-ignored --test-threads=1 --nocapture randomized_sweep_through_older_ptx >"$OUT/nvrtc12-sweep.log" 2>&1 || status=1
   {
     echo "== NVRTC 12, compute_61 PTX sweep: $(grep -E '^test result' "$OUT/nvrtc12-sweep.log" | tail -1) ($((SECONDS - start)) s)"
     grep -E "^sweep|NVRTC|panicked" "$OUT/nvrtc12-sweep.log" | head -8

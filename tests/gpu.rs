@@ -1,6 +1,8 @@
 //! GPU checks: every config of every family validated on awkward shapes, and a small tune end
-//! to end. Without a GPU each test prints `skipped: <reason>` and passes, unless
-//! `AUTOTUNE_REQUIRE_GPU=1` (set by scripts/gpu.sh) turns the skip into a failure.
+//! to end. Each test is `#[ignore]`d, so that `cargo test` without a GPU shows them as ignored
+//! rather than passed; `cargo test --test gpu -- --include-ignored` (scripts/gpu.sh) runs them,
+//! and there a missing GPU prints `skipped: <reason>` unless `AUTOTUNE_REQUIRE_GPU=1` (set by
+//! scripts/gpu.sh) turns the skip into a failure.
 
 mod common;
 
@@ -128,6 +130,7 @@ fn validate_catalog(dev: &Device, cat: &Catalog, op: Op, list: &[&str], only: &[
 }
 
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn every_gemm_config_validates_on_awkward_shapes() {
     validate_every_config(
         Op::Gemm,
@@ -156,6 +159,7 @@ fn every_gemm_config_validates_on_awkward_shapes() {
 /// past the grid's z limit), on awkward extents: every valid config must pass, and must leave
 /// the padding between C's rows alone.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn full_interface_families_validate_every_form() {
     let Some(dev) = device() else { return };
     let cat = Catalog::builtin().unwrap();
@@ -205,6 +209,7 @@ fn full_interface_families_validate_every_form() {
 /// several row or column tiles, tiles far larger than the matrix, K shorter than one
 /// iteration.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn gemv_shaped_gemm_configs_are_correct_on_shapes_their_spaces_skip() {
     let Some(dev) = device() else { return };
     let families = ["gemm_small_m", "gemm_small_m_splitk", "gemm_small_n"];
@@ -269,6 +274,7 @@ fn reads_shape(e: &Expr, space: &toml::Table) -> bool {
 }
 
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn every_gemv_config_validates_on_awkward_shapes() {
     validate_every_config(
         Op::Gemv,
@@ -285,6 +291,7 @@ fn every_gemv_config_validates_on_awkward_shapes() {
 }
 
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn small_tune_writes_a_valid_entry() {
     let Some(dev) = device() else { return };
     let cat = Catalog::builtin().unwrap();
@@ -330,6 +337,7 @@ fn small_tune_writes_a_valid_entry() {
 /// good config wins, and the run goes on after faults that kill the worker. Then a run cut
 /// short after 4 candidates resumes from its journal without running them again.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
     let Some(dev) = device() else { return };
     let cat = Catalog::from_dir(std::path::Path::new(concat!(
@@ -422,6 +430,7 @@ fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
 /// or give wrong results (the fault suite's configs, recorded as winners of made-up GPUs) are
 /// failed rows, and the run goes on to measure the good one.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn cross_isolates_faulting_winners() {
     use autotune::tuning::cross::{self, CrossOptions};
     let Some(dev) = device() else { return };
@@ -485,6 +494,7 @@ fn cross_isolates_faulting_winners() {
 /// the next runtime, and recording writes the shapes called as a suite. Every result is
 /// checked against a CPU reference.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn runtime_vendor_guard_online_tuning_and_recording() {
     use autotune::product::online::OnlineTuning;
     use autotune::tuning::suite::Suite;
@@ -757,6 +767,7 @@ fn sweep_mode() -> sweep::Mode {
 /// Every family on seeded random problems, compiled as the device runs them (a cubin for its
 /// arch), or as PTX for `AUTOTUNE_PTX_ARCH` when that is set.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn randomized_sweep_validates_every_family() {
     let Some(dev) = device() else { return };
     let target = ptx_from_env().unwrap_or(Target::Cubin(dev.info.arch));
@@ -767,6 +778,7 @@ fn randomized_sweep_validates_every_family() {
 /// compute_75, the oldest NVRTC 13 targets): the driver JIT-compiles it, so the templates'
 /// `__CUDA_ARCH__ < 800` paths (no cp.async, scalar atomics) run and are validated here.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn randomized_sweep_through_older_ptx() {
     let Some(dev) = device() else { return };
     let target = ptx_from_env().unwrap_or(Target::Ptx(autotune::gpu::Arch { major: 7, minor: 5 }));
@@ -780,6 +792,7 @@ fn randomized_sweep_through_older_ptx() {
 /// its own workspace). The atomic split-K family runs twice too; whether its outputs differed
 /// is printed, not asserted.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn deterministic_split_k_validates_and_repeats_bit_for_bit() {
     use autotune::family::space::Config;
     let Some(dev) = device() else { return };
@@ -1030,6 +1043,7 @@ fn launch_twice(
 /// launches sharing one workspace, on shapes of the kinds such kernels are for (few rows,
 /// partial waves, long K, odd extents): up to 8 configs per shape, spread over the space.
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn deterministic_families_with_a_workspace_repeat_bit_for_bit() {
     let Some(dev) = device() else { return };
     let cat = Catalog::builtin().unwrap();
@@ -1094,6 +1108,7 @@ fn deterministic_families_with_a_workspace_repeat_bit_for_bit() {
 /// twice on one workspace, so tile counters left dirty fail). Its bit-for-bit repeats are
 /// checked with every deterministic family's (`deterministic_families_with_a_workspace_...`).
 #[test]
+#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn stream_k_validates_on_every_shape() {
     const SK: &str = "gemm_warptile_streamk";
     let Some(dev) = device() else { return };
