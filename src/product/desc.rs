@@ -93,6 +93,29 @@ pub enum DescError {
 /// `ldc` are the elements between consecutive stored rows; the i-th product's operands start
 /// `i * stride_x` elements into each buffer. With `beta == 0`, C is only written (its old
 /// values may be anything, NaN included), as with cuBLAS.
+///
+/// The layer call `Y = X · Wᵀ + Y` (X tokens x in-features, W out-features x in-features,
+/// stored as a framework stores them), then a batch of independent products:
+///
+/// ```
+/// use autotune::problem::Layout;
+/// use autotune::product::desc::GemmDesc;
+///
+/// let (tokens, d_in, d_out) = (8, 4096, 11008);
+/// let layer = GemmDesc {
+///     beta: 1.0,
+///     ..GemmDesc::new(Layout::Nt, tokens, d_out, d_in)
+/// };
+/// // Packed: X's and W's rows are d_in floats long, Y's d_out.
+/// assert_eq!((layer.lda, layer.ldb, layer.ldc), (d_in, d_in, d_out));
+/// assert_eq!(layer.lens(), [tokens * d_in, d_out * d_in, tokens * d_out]);
+///
+/// // 64 products of 128 x 128 x 64, one after the other in each buffer.
+/// let batch = GemmDesc::new(Layout::Nn, 128, 128, 64).batched(64);
+/// assert_eq!(batch.lens(), [64 * 128 * 64, 64 * 64 * 128, 64 * 128 * 128]);
+/// // Buffers too short for what the description reads are an error, not a launch.
+/// assert!(batch.problem([1, 1, 1]).is_err());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GemmDesc {
     /// How A and B are stored.
@@ -187,6 +210,18 @@ impl GemmDesc {
 /// with leading dimension `lda`; `trans` false: x has `k` elements and y `m`; true (`y = A^T
 /// x`): x has `m` and y `k`. Vectors are contiguous (cuBLAS's `incx = incy = 1`). With
 /// `beta == 0`, y is only written.
+///
+/// ```
+/// use autotune::product::desc::GemvDesc;
+///
+/// // y = Aᵀ x with A stored 1000 x 300: x has 1000 elements, y 300.
+/// let t = GemvDesc::new(true, 1000, 300);
+/// assert_eq!(t.lens(), [1000 * 300, 1000, 300]);
+/// // Rows padded to 320 floats: A's buffer holds the padding of every row but the last.
+/// let padded = GemvDesc { lda: 320, ..t };
+/// assert_eq!(padded.lens()[0], 999 * 320 + 300);
+/// assert!(padded.problem(padded.lens()).is_ok());
+/// ```
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GemvDesc {
     /// Whether y = A^T x.

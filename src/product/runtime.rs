@@ -26,14 +26,14 @@
 
 use crate::cuda::bench;
 use crate::cuda::cublas_lib::Blas;
-use crate::cuda::device::{self, DeviceError};
+use crate::cuda::device;
 use crate::cuda::nvrtc::{self, DiskCache};
-use crate::db::{Database, DbError};
-use crate::family::catalog::{Catalog, CatalogError, Kernel};
+use crate::db::Database;
+use crate::family::catalog::{Catalog, Kernel};
 use crate::family::space::{Launch, WorkspaceZero};
 use crate::gpu::{Arch, DeviceInfo};
-use crate::problem::{Call, Form, Op, Shape, ShapeError};
-use crate::product::desc::{DescError, GemmDesc, GemvDesc};
+use crate::problem::{Call, Form, Op, Shape};
+use crate::product::desc::{GemmDesc, GemvDesc};
 use crate::product::lookup::{self, Choice, LookupOptions, Rule};
 use crate::product::online::{self, OnlineTuning};
 use crate::product::record::Recorder;
@@ -44,68 +44,8 @@ use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
-/// Why a tuned call could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum RuntimeError {
-    /// The database could not be read.
-    #[error(transparent)]
-    Db(#[from] DbError),
-    /// The built-in families could not be loaded.
-    #[error(transparent)]
-    Catalog(#[from] CatalogError),
-    /// The device could not be queried.
-    #[error(transparent)]
-    Device(#[from] DeviceError),
-    /// The shape is invalid.
-    #[error(transparent)]
-    Shape(#[from] ShapeError),
-    /// The call's descriptor does not fit its buffers (nothing was launched).
-    #[error(transparent)]
-    Desc(#[from] DescError),
-    /// A buffer is shorter than the shape needs.
-    #[error("{op} {shape}: buffer {buffer} has {got} elements, the shape needs {need}")]
-    BufferLength {
-        /// The op.
-        op: Op,
-        /// The shape label.
-        shape: String,
-        /// Which buffer.
-        buffer: &'static str,
-        /// Its length.
-        got: usize,
-        /// The length the shape needs.
-        need: usize,
-    },
-    /// The chosen config is not in its family's space any more, or cannot launch here.
-    #[error("{op} {shape}: config {family} {params} cannot be launched: {reason}")]
-    Config {
-        /// The op.
-        op: Op,
-        /// The shape label.
-        shape: String,
-        /// The family.
-        family: String,
-        /// Its parameters.
-        params: String,
-        /// Why.
-        reason: String,
-    },
-    /// NVRTC failed.
-    #[error(transparent)]
-    Compile(#[from] nvrtc::CompileError),
-    /// Loading or launching failed.
-    #[error("{op} {shape}: kernel {kernel}: {reason}")]
-    Launch {
-        /// The op.
-        op: Op,
-        /// The shape label.
-        shape: String,
-        /// The kernel.
-        kernel: String,
-        /// The driver's error.
-        reason: String,
-    },
-}
+mod error;
+pub use error::RuntimeError;
 
 /// Counters of the module cache, for logs and tests.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -140,6 +80,28 @@ struct Workspace {
 }
 
 /// A tuning database bound to a CUDA context: the product's entry point.
+///
+/// ```no_run
+/// use autotune::Tuned;
+///
+/// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+/// // The database shipped with the product, built into it.
+/// const DB: &str = include_str!("../../results/tuning.toml");
+/// let ctx = Tuned::context(0)?; // an error, not a panic, without a driver or GPU
+/// let stream = ctx.default_stream();
+/// let tuned = Tuned::from_toml_str(&ctx, DB)?;
+/// let (m, n, k) = (512, 1024, 256);
+/// let a = stream.memcpy_stod(&vec![1.0f32; m * k])?;
+/// let b = stream.memcpy_stod(&vec![1.0f32; k * n])?;
+/// let mut c = stream.alloc_zeros::<f32>(m * n)?;
+/// // C = A B, row-major, with the kernel the database chooses (cuBLAS where it is faster).
+/// tuned.gemm(&stream, m, n, k, &a, &b, &mut c)?;
+/// // What ran, and why (the rule, the config, the guard's evidence).
+/// let shape = autotune::Shape::mnk(512, 1024, 256);
+/// println!("{}", tuned.explain(autotune::Op::Gemm, shape).describe(autotune::Op::Gemm, shape));
+/// # Ok(())
+/// # }
+/// ```
 pub struct Tuned {
     db: RwLock<Database>,
     catalog: Catalog,
