@@ -421,8 +421,9 @@ pub fn selector_for(
 /// (ln 2 = 0.693, kept in).
 pub const NEAR_ENOUGH: f64 = 0.7;
 
-/// [`lookup`] with a choice of rules, predicting with `selector` (from [`selector_for`] for the
-/// problem's form, kept by callers that look up many shapes; one of another form is not used).
+/// [`lookup`] with a choice of rules, predicting with `selector` ([`selector_for`] the
+/// problem's form, kept by callers that look up many shapes): rule 2 where it serves the form,
+/// rule 4 where it is of another form.
 #[allow(clippy::too_many_arguments)]
 pub fn lookup_with(
     db: &Database,
