@@ -12,6 +12,9 @@
 //! every machine CI runs on; it cannot see what only a GPU shows (timing, the memory model of
 //! concurrent blocks, the hardware's own checks), which the GPU tests cover.
 //!
+//! A launch that runs past the watchdog (`AUTOTUNE_EMU_WATCHDOG` seconds, default 600: a barrier
+//! or shuffle some threads never reach) is killed and fails with the kernel's name.
+//!
 //! Needs g++ (C++20); without it the test prints `skipped: ...`, and fails instead under
 //! `AUTOTUNE_REQUIRE_EMULATOR=1` (set in CI). `AUTOTUNE_EMU_FAMILY=name` runs one family.
 
@@ -303,7 +306,75 @@ fn compile_now(cpp: &str, arch: u32, key: &str) -> Result<PathBuf, String> {
 }
 
 /// Runs `family`'s `config` on `shape` in the emulator and judges the output.
+/// How long one emulated launch may run: `AUTOTUNE_EMU_WATCHDOG` seconds, default 600 (the
+/// slowest kernel of the edge shapes takes well under a minute under AddressSanitizer).
+fn watchdog() -> std::time::Duration {
+    let secs = std::env::var("AUTOTUNE_EMU_WATCHDOG")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .unwrap_or(600);
+    std::time::Duration::from_secs(secs)
+}
+
+/// Runs `cmd` to its end, or kills it after `limit`: a barrier that some threads never reach
+/// hangs the emulated block, which must fail the run (with the kernel's name, added by the
+/// caller) rather than hang CI.
+fn run_watched(
+    cmd: &mut Command,
+    limit: std::time::Duration,
+) -> Result<std::process::Output, String> {
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    // Drained on threads so that a child writing much output never blocks on a full pipe.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut p) = pipe {
+                let _ = p.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
+    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
+    let start = std::time::Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "the emulated kernel did not finish within the watchdog's {} s (a barrier or shuffle some threads never reach?)",
+                limit.as_secs()
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    Ok(std::process::Output {
+        status,
+        stdout: out.join().unwrap_or_default(),
+        stderr: err.join().unwrap_or_default(),
+    })
+}
+
 fn check(family: &Family, config: &Config, shape: Shape, arch: u32) -> Result<(), String> {
+    check_within(family, config, shape, arch, watchdog())
+}
+
+/// [`check`] with the watchdog's limit given.
+fn check_within(
+    family: &Family,
+    config: &Config,
+    shape: Shape,
+    arch: u32,
+    limit: std::time::Duration,
+) -> Result<(), String> {
     let op = family.space.op;
     let limits = Limits::for_arch(90).unwrap();
     let kernel = family
@@ -369,12 +440,14 @@ fn check(family: &Family, config: &Config, shape: Shape, arch: u32) -> Result<()
     let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
     let (inp, outp) = (dir.path().join("in"), dir.path().join("out"));
     fs::write(&inp, input).map_err(|e| e.to_string())?;
-    let run = Command::new(&exe)
-        .arg(&inp)
-        .arg(&outp)
-        .env("ASAN_OPTIONS", "detect_leaks=0")
-        .output()
-        .map_err(|e| e.to_string())?;
+    let run = run_watched(
+        Command::new(&exe)
+            .arg(&inp)
+            .arg(&outp)
+            .env("ASAN_OPTIONS", "detect_leaks=0"),
+        limit,
+    )
+    .map_err(|e| format!("{}: {e}", kernel.source.kernel_name))?;
     if !run.status.success() {
         let log = String::from_utf8_lossy(&run.stderr);
         let head: String = log.lines().take(12).collect::<Vec<_>>().join("\n");
@@ -620,6 +693,46 @@ fn every_family_validates_on_edge_shapes_in_the_emulator() {
         failures.len()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// A kernel whose threads wait at barriers the others never reach fails within the watchdog's
+/// limit, naming the kernel, instead of hanging the test: lane 0 of each warp waits at a block
+/// barrier while the other lanes wait for it at the warp's shuffle.
+#[test]
+fn a_deadlocked_kernel_fails_within_the_watchdog_with_its_name() {
+    if !have_gxx() {
+        common::skip(
+            REQUIRE_EMULATOR,
+            "g++ not found: the CUDA emulator needs a C++20 compiler",
+        );
+        return;
+    }
+    let catalog = Catalog::builtin().unwrap();
+    let limits = Limits::for_arch(90).unwrap();
+    let family = catalog.get("gemv_warp_row").unwrap();
+    let shape = Shape::parse(Op::Gemv, "37x100").unwrap();
+    let config = family.space.prune(shape, &limits).unwrap().valid[0].clone();
+    let exit = "if (row >= M) return;";
+    assert!(
+        family.inlined.contains(exit),
+        "gemv_warp_row no longer holds {exit:?}"
+    );
+    let mut mutant = family.clone();
+    mutant.inlined = family.inlined.replace(
+        exit,
+        "if (row >= M) return; if (lane == 0) __syncthreads();",
+    );
+    let limit = std::time::Duration::from_secs(20);
+    let start = std::time::Instant::now();
+    let err = check_within(&mutant, &config, shape, 900, limit)
+        .expect_err("a deadlocked kernel passed the emulator");
+    let name = family.kernel_name(&config);
+    assert!(err.contains("watchdog") && err.contains(&name), "{err}");
+    // Compiling is not timed by the watchdog: only the run is cut at the limit.
+    println!(
+        "{err} (after {:.1} s in all)",
+        start.elapsed().as_secs_f64()
+    );
 }
 
 /// A fault injected into a family: (family, text, its mutant, problem, a parameter value the
