@@ -175,8 +175,15 @@ fn shipped_coverage_predicts_untuned_shapes_without_a_gpu() {
             "--gpu",
             "Mystery GPU",
         ],
+        &["matches 'Mystery GPU'", "NVIDIA H200", "a part of one"],
+    );
+    // A GPU the database has, without a grid of that form.
+    common::fails_with(
         &[
-            "no gemm coverage for 'Mystery GPU'",
+            "cover", "--loo", "--db", db, "--op", "gemm", "--layout", "nt", "--gpu", "h200",
+        ],
+        &[
+            "no gemm:nt coverage for 'NVIDIA H200'",
             "autotune cover --op gemm",
         ],
     );
