@@ -55,6 +55,19 @@ fn have_gxx() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
+/// Whether the emulator can run here; without g++ the test is skipped (a failure under
+/// `AUTOTUNE_REQUIRE_EMULATOR=1`).
+fn emulator_ready() -> bool {
+    let ready = have_gxx();
+    if !ready {
+        common::skip(
+            REQUIRE_EMULATOR,
+            "g++ not found: the CUDA emulator needs a C++20 compiler",
+        );
+    }
+    ready
+}
+
 /// The operands of inline PTX: the expression inside each `"c"(expr)` of the output and input
 /// sections, in order.
 fn asm_operands(sections: &[&str]) -> Result<Vec<String>, String> {
@@ -610,11 +623,7 @@ fn covering(family: &Family, shape: Shape, limits: &Limits) -> Vec<Config> {
 
 #[test]
 fn every_family_validates_on_edge_shapes_in_the_emulator() {
-    if !have_gxx() {
-        common::skip(
-            REQUIRE_EMULATOR,
-            "g++ not found: the CUDA emulator needs a C++20 compiler",
-        );
+    if !emulator_ready() {
         return;
     }
     let catalog = Catalog::builtin().unwrap();
@@ -700,11 +709,7 @@ fn every_family_validates_on_edge_shapes_in_the_emulator() {
 /// barrier while the other lanes wait for it at the warp's shuffle.
 #[test]
 fn a_deadlocked_kernel_fails_within_the_watchdog_with_its_name() {
-    if !have_gxx() {
-        common::skip(
-            REQUIRE_EMULATOR,
-            "g++ not found: the CUDA emulator needs a C++20 compiler",
-        );
+    if !emulator_ready() {
         return;
     }
     let catalog = Catalog::builtin().unwrap();
@@ -751,11 +756,7 @@ type Mutant = (
 /// past N) fails, while the unmutated family passes.
 #[test]
 fn the_emulator_catches_injected_faults() {
-    if !have_gxx() {
-        common::skip(
-            REQUIRE_EMULATOR,
-            "g++ not found: the CUDA emulator needs a C++20 compiler",
-        );
+    if !emulator_ready() {
         return;
     }
     let catalog = Catalog::builtin().unwrap();

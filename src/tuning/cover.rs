@@ -156,25 +156,23 @@ impl Grid {
     /// the plain one `<op>-forms.toml` where the op has one (gemm: the few families of the
     /// full interface on a coarser lattice), else `<op>.toml`.
     pub fn builtin_for(op: Op, form: Form) -> Result<Grid, CoverError> {
-        let own = format!("{}-{}", op.name(), form.layout.name(op));
-        let forms = format!("{}-forms", op.name());
-        let text = |name: &str| BUILTIN.iter().find(|(n, _)| *n == name);
-        let pick = if form.layout != Layout::Nn && text(&own).is_some() {
-            text(&own)
-        } else if !form.is_plain() {
-            text(&forms)
-        } else {
-            None
-        };
-        let (mut g, name) = match pick {
-            Some((name, text)) => (
-                Grid::from_toml_str(text, &format!("configs/coverage/{name}.toml (built in)"))?,
-                name.to_string(),
-            ),
-            None => (Grid::builtin(op)?, op.name().to_string()),
-        };
+        let candidates = [
+            (form.layout != Layout::Nn).then(|| format!("{}-{}", op.name(), form.layout.name(op))),
+            (!form.is_plain()).then(|| format!("{}-forms", op.name())),
+            Some(op.name().to_string()),
+        ];
+        let (name, text) = candidates
+            .iter()
+            .flatten()
+            .find_map(|c| BUILTIN.iter().find(|(n, _)| n == c))
+            .ok_or_else(|| CoverError::Grid {
+                path: format!("configs/coverage/{}.toml", op.name()),
+                message: "not built in".into(),
+            })?;
+        let path = format!("configs/coverage/{name}.toml (built in)");
+        let mut g = Grid::from_toml_str(text, &path)?;
         g.form = form;
-        g.check_form(&format!("configs/coverage/{name}.toml (built in)"))?;
+        g.check_form(&path)?;
         Ok(g)
     }
 
