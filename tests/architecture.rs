@@ -135,3 +135,27 @@ fn no_source_file_is_over_900_lines() {
         .collect();
     assert!(long.is_empty(), "split these files:\n{}", long.join("\n"));
 }
+
+/// docs/architecture.md lists the pure modules between two markers: exactly [`PURE`], so the
+/// page a newcomer reads and the rule this file checks are one list.
+#[test]
+fn the_architecture_page_lists_the_pure_modules_this_test_checks() {
+    let page = root().join("docs/architecture.md");
+    let text = std::fs::read_to_string(&page)
+        .unwrap_or_else(|e| panic!("reading {}: {e}", page.display()));
+    let listed: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("pure modules: begin"))
+        .skip(1)
+        .take_while(|l| !l.contains("pure modules: end"))
+        .filter_map(|l| l.trim().strip_prefix("- `")?.strip_suffix('`'))
+        .collect();
+    let mut want: Vec<&str> = PURE.to_vec();
+    let mut got = listed.clone();
+    want.sort_unstable();
+    got.sort_unstable();
+    assert_eq!(
+        got, want,
+        "docs/architecture.md's list of pure modules differs from PURE in tests/architecture.rs"
+    );
+}
