@@ -26,7 +26,10 @@ fn list(dir: &Path, ext: &str) -> Vec<(String, String)> {
 }
 
 fn main() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // Read when the build script runs, not when it is compiled: a target directory shared by
+    // checkouts at different paths must embed this checkout's templates.
+    let manifest = std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR");
+    let root = Path::new(&manifest);
     let mut code = String::new();
     for (konst, dir, ext) in [
         ("TEMPLATES", root.join("templates"), "cu"),

@@ -153,10 +153,9 @@ fn every_gemm_config_validates_on_awkward_shapes() {
     );
 }
 
-/// The families of the full interface (gemm_general and its split-K, gemv_general) on every
-/// layout, with
-/// padded leading dimensions, beta != 0 and strided batches (one of more than 65535 products,
-/// past the grid's z limit), on awkward extents: every valid config must pass, and must leave
+/// The families of the full interface (gemm_general, the split-K and few-row ones, gemv_general)
+/// on every layout, with padded leading dimensions, beta != 0 and strided batches (of more than
+/// 65535 products, past the grid's z limit, with and without a split K), on awkward extents: every valid config must pass, and must leave
 /// the padding between C's rows alone.
 #[test]
 #[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
@@ -171,6 +170,8 @@ fn full_interface_families_validate_every_form() {
             "33x65x129:{l}:beta:pad",
             "130x7x1001:{l}:b3",
             "2x3x5:{l}:b65537:beta",
+            // Split K past the grid's z limit: the later batches of a slot run unsplit.
+            "2x3x300:{l}:b65537",
             "257x250x66:{l}:b2:pad",
         ] {
             gemm.push(s.replace("{l}", l));
