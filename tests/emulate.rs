@@ -1,22 +1,27 @@
 //! Every kernel family validated without a GPU: each kernel, instantiated as the tuner
 //! instantiates it, is compiled as C++ against a CPU emulation of the CUDA it uses
-//! (`tests/emu/prelude.h`: a thread per CUDA thread, barriers, shuffles, queued cp.async
-//! copies) under AddressSanitizer and UBSan, run on the op's edge shapes (and, for the families
-//! of the full interface, on every layout, padded leading dimensions, beta and batches), and
-//! its output judged like a GPU run's: against the float64 reference within the tolerance,
-//! the padding between C's rows untouched, and a kernel whose workspace is zeroed `once`
-//! launched twice on it, both outputs passing and bit-identical. An access outside a buffer, a misaligned float4 or a 16-byte
-//! copy from a misaligned address fails the run.
+//! (`tests/emu/`: a block's threads as fibers switched where they wait, in a seeded shuffled
+//! order, blocks one at a time in a shuffled order, shared memory poisoned for every block,
+//! warp-level calls that check their masks, queued cp.async copies) under AddressSanitizer and
+//! UBSan, run on the op's edge shapes (and, for the families of the full interface, on every
+//! layout, padded leading dimensions, beta and batches), and its output judged like a GPU run's:
+//! against the float64 reference within the tolerance, the padding between C's rows untouched,
+//! and a kernel whose workspace is zeroed `once` launched twice on it, both outputs passing and
+//! bit-identical. An access outside a buffer, a misaligned float4, float2, cp.async or red.v4,
+//! a shuffle mask that does not hold, a deadlock and a hang (past the watchdog,
+//! `AUTOTUNE_EMU_WATCHDOG` seconds, default 600) fail the run, naming the kernel.
 //!
-//! This checks indexing, edges and block-level protocols (split-K and stream-K fix-ups) on
-//! every machine CI runs on; it cannot see what only a GPU shows (timing, the memory model of
-//! concurrent blocks, the hardware's own checks), which the GPU tests cover.
-//!
-//! A launch that runs past the watchdog (`AUTOTUNE_EMU_WATCHDOG` seconds, default 600: a barrier
-//! or shuffle some threads never reach) is killed and fails with the kernel's name.
+//! This checks indexing, edges, races within a block and block-level protocols (split-K and
+//! stream-K fix-ups) on every machine CI runs on; it cannot see what only a GPU shows (timing,
+//! the memory model of concurrent blocks, the hardware's own checks), which the GPU tests
+//! cover. The mutant tests plant each kind of fault in real templates and require that
+//! validation or the check meant for it stops the run (a mutant that does not compile fails
+//! the test).
 //!
 //! Needs g++ (C++20); without it the test prints `skipped: ...`, and fails instead under
-//! `AUTOTUNE_REQUIRE_EMULATOR=1` (set in CI). `AUTOTUNE_EMU_FAMILY=name` runs one family.
+//! `AUTOTUNE_REQUIRE_EMULATOR=1` (set in CI). `AUTOTUNE_EMU_FAMILY=name` runs one family;
+//! `AUTOTUNE_EMU_SEED=n` sets the seed of the blocks' and threads' order (default 1; 0:
+//! ascending), which every failure names.
 
 mod common;
 mod emu;
@@ -228,44 +233,57 @@ fn every_family_validates_on_edge_shapes_in_the_emulator() {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// A kernel whose threads wait at barriers the others never reach fails within the watchdog's
-/// limit, naming the kernel, instead of hanging the test: lane 0 of each warp waits at a block
-/// barrier while the other lanes wait for it at the warp's shuffle.
+/// gemv_warp_row's early exit (`if (row >= M) return;`, warp-uniform) made `to`, on 37 rows.
+fn at_warp_row_exit(to: &'static str, by: Catch) -> Mutant {
+    mutant("gemv_warp_row", "if (row >= M) return;", to, s(37, 1, 100)).by(by)
+}
+
+/// A deadlocked block fails at once, naming the kernel and where its threads wait: lane 0 of
+/// each warp waits at a block barrier while the other lanes wait for it at the warp's shuffle.
 #[test]
-fn a_deadlocked_kernel_fails_within_the_watchdog_with_its_name() {
+fn a_deadlocked_kernel_fails_at_once_saying_where_threads_wait() {
     if !emulator_ready() {
         return;
     }
     let catalog = Catalog::builtin().unwrap();
-    let limits = Limits::for_arch(90).unwrap();
-    let family = catalog.get("gemv_warp_row").unwrap();
-    let shape = Shape::parse(Op::Gemv, "37x100").unwrap();
-    let config = family.space.prune(shape, &limits).unwrap().valid[0].clone();
-    let exit = "if (row >= M) return;";
-    assert!(
-        family.inlined.contains(exit),
-        "gemv_warp_row no longer holds {exit:?}"
-    );
-    let mut mutant = family.clone();
-    mutant.inlined = family.inlined.replace(
-        exit,
+    let m = at_warp_row_exit(
         "if (row >= M) return; if (lane == 0) __syncthreads();",
+        Catch::Check("deadlock"),
+    );
+    let report = m
+        .run(&catalog, Emulation::new(900))
+        .unwrap_or_else(|e| panic!("{e}"));
+    for what in [
+        "gemv_warp_row_",
+        "thread 0 at __syncthreads",
+        "thread 1 at __shfl_xor_sync with mask 0xffffffff",
+    ] {
+        assert!(report.contains(what), "{what:?} not in {report}");
+    }
+}
+
+/// A kernel that never returns (threads spinning on a flag no one sets) fails within the
+/// watchdog's limit, naming the kernel, instead of hanging the test.
+#[test]
+fn a_hung_kernel_fails_within_the_watchdog_with_its_name() {
+    if !emulator_ready() {
+        return;
+    }
+    let catalog = Catalog::builtin().unwrap();
+    let m = at_warp_row_exit(
+        "if (row >= M) return; for (volatile int spin = 1; spin;) {}",
+        Catch::Check("watchdog"),
     );
     let emu = Emulation {
         watchdog: Duration::from_secs(20),
         ..Emulation::new(900)
     };
     let start = std::time::Instant::now();
-    let err = check_with(&mutant, &config, shape, emu)
-        .expect_err("a deadlocked kernel passed the emulator");
-    let name = family.kernel_name(&config);
-    assert!(
-        matches!(&err, Failure::Check(e) if e.contains("watchdog") && e.contains(&name)),
-        "{err}"
-    );
+    let report = m.run(&catalog, emu).unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.contains("gemv_warp_row_"), "{report}");
     // Compiling is not timed by the watchdog: only the run is cut at the limit.
     println!(
-        "{err} (after {:.1} s in all)",
+        "{report} (after {:.1} s in all)",
         start.elapsed().as_secs_f64()
     );
 }
@@ -562,6 +580,33 @@ fn blocks_run_in_a_shuffled_order() {
     }
 }
 
+/// A missing barrier is a race the emulator catches: a block's threads run one at a time, each
+/// until it waits, in a shuffled order, so without the barrier after the tile loads a thread
+/// reads slots others have not yet written (the poison), and without the one after the sums a
+/// thread overwrites the tile others have still to read.
+#[test]
+fn missing_barriers_are_caught() {
+    if !emulator_ready() {
+        return;
+    }
+    let loads = "Bs[ty][tx] = (bk < K && col < N) ? B[(size_t)bk * N + col] : 0.0f;\n        __syncthreads();";
+    let sums = "acc = fmaf(As[ty][k], Bs[k][tx], acc);\n        }\n        __syncthreads();";
+    all_caught(&[
+        mutant(
+            "gemm_tiled",
+            loads,
+            "Bs[ty][tx] = (bk < K && col < N) ? B[(size_t)bk * N + col] : 0.0f;",
+            s(33, 65, 129),
+        ),
+        mutant(
+            "gemm_tiled",
+            sums,
+            "acc = fmaf(As[ty][k], Bs[k][tx], acc);\n        }",
+            s(33, 65, 129),
+        ),
+    ]);
+}
+
 /// The sum of `warp_sum` in the GEMV families, which the mask mutants rewrite.
 const WARP_SUM: &str =
     "for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o, WIDTH);";
@@ -583,7 +628,7 @@ fn warp_calls_check_their_masks() {
         ),
         on_row(
             "for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync((threadIdx.x & 16) ? 0xffff0000u : 0xffffu, v, o, WIDTH);",
-            "which its mask 0x0000ffff does not name",
+            "does not name",
         ),
         on_row(
             "for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync((threadIdx.x & 16) ? 0xfffffffeu : 0xffffffffu, v, o, WIDTH);",
@@ -593,13 +638,10 @@ fn warp_calls_check_their_masks() {
             "for (int o = WIDTH / 2; o > 0; o >>= 1) v += (threadIdx.x & 31) == 3 ? (float)__ballot_sync(0xffffffffu, 1) : __shfl_xor_sync(0xffffffffu, v, o, WIDTH);",
             "__ballot_sync with mask 0xffffffff",
         ),
-        mutant(
-            "gemv_warp_row",
-            "if (row >= M) return;",
+        at_warp_row_exit(
             "if (row >= M || lane == 7) return;",
-            row,
-        )
-        .by(Catch::Check("lane 7, which has exited")),
+            Catch::Check("lane 7, which has exited"),
+        ),
     ]);
 }
 

@@ -1,13 +1,15 @@
 //! The CPU emulator of CUDA that tests/emulate.rs runs every family in: a kernel instantiated as
 //! the tuner instantiates it is made C++ (dynamic shared memory, `__shared__` arrays and inline
-//! PTX rewritten), compiled with g++ against `prelude.h` under AddressSanitizer and UBSan, run
-//! on a problem with its blocks in a seeded shuffled order, and judged like a GPU run.
+//! PTX rewritten), compiled with g++ against `prelude.h` (the CUDA a kernel sees) and linked
+//! with `runtime.cpp` (the scheduler of blocks and threads; compiled once) under
+//! AddressSanitizer and UBSan, run on a problem with its blocks and threads in a seeded
+//! shuffled order, and judged like a GPU run.
 //!
 //! A run fails in one of four ways ([`Failure`]): the kernel does not build; a check stops it
-//! (the emulator's own: shuffle masks, misaligned cp.async; AddressSanitizer's: an access outside
-//! a buffer; UBSan's: a misaligned float4 or float2; the watchdog's: a hang); it dies without a
-//! check's report; or its output is wrong. Each message names the kernel and the seed of the
-//! blocks' order (`AUTOTUNE_EMU_SEED` sets it; 0 runs the blocks in ascending order).
+//! (the emulator's own: shuffle masks, deadlocks, misaligned cp.async and red.v4;
+//! AddressSanitizer's: an access outside a buffer; UBSan's: a misaligned float4 or float2; the
+//! watchdog's: a hang); it dies without a check's report; or its output is wrong. Each message
+//! names the kernel and the seed of the order (`AUTOTUNE_EMU_SEED` sets it; 0: ascending).
 
 use autotune::family::catalog::Family;
 use autotune::family::space::{Config, Interface, Limits, WorkspaceZero};
@@ -26,11 +28,18 @@ use std::time::Duration;
 /// `1`: a missing g++ fails the test instead of skipping it.
 pub const REQUIRE_EMULATOR: &str = "AUTOTUNE_REQUIRE_EMULATOR";
 
+/// What each kernel includes: the CUDA it sees.
 fn prelude() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/emu/prelude.h")
 }
 
-/// Where compiled kernels are kept between runs (keyed by source and prelude).
+/// What each kernel is linked with: the scheduler, warp-level calls, cp.async, the launch.
+fn runtime() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/emu/runtime.cpp")
+}
+
+/// Where compiled kernels and the runtime are kept between runs (named by a hash of what they
+/// are built from).
 fn cache_dir() -> PathBuf {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("emu");
     fs::create_dir_all(&dir).unwrap();
@@ -321,60 +330,87 @@ impl Tally {
     }
 }
 
-/// Compiles `cpp` (cached), returning the executable. Jobs of this process that need the same
-/// kernel wait for one compilation.
-fn compile(cpp: &str, arch: u32) -> Result<PathBuf, String> {
-    type Slot = Arc<OnceLock<Result<PathBuf, String>>>;
-    static COMPILED: Mutex<BTreeMap<String, Slot>> = Mutex::new(BTreeMap::new());
-    let prelude_text = fs::read_to_string(prelude()).map_err(|e| e.to_string())?;
+/// g++'s flags for the runtime and every kernel: AddressSanitizer and UBSan, errors fatal.
+const GXX_FLAGS: [&str; 5] = [
+    "-std=c++20",
+    "-O1",
+    "-w",
+    "-fsanitize=address,undefined",
+    "-fno-sanitize-recover=all",
+];
+
+/// A hex hash of `what`, naming a compiled file.
+fn key_of(what: impl Hash) -> String {
     let mut h = DefaultHasher::new();
-    (cpp, &prelude_text, arch).hash(&mut h);
-    let key = format!("{:016x}", h.finish());
-    let slot = COMPILED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .entry(key.clone())
-        .or_default()
-        .clone();
-    slot.get_or_init(|| compile_now(cpp, arch, &key)).clone()
+    what.hash(&mut h);
+    format!("{:016x}", h.finish())
 }
 
-fn compile_now(cpp: &str, arch: u32, key: &str) -> Result<PathBuf, String> {
-    let dir = cache_dir();
-    let exe = dir.join(format!("k{key}"));
-    if exe.exists() {
-        return Ok(exe);
-    }
-    let src = dir.join(format!("k{key}.cpp"));
-    fs::write(&src, cpp).map_err(|e| e.to_string())?;
-    // Another test process may compile the same kernel: each writes its own file, then renames.
-    let tmp = dir.join(format!("k{key}.{}.tmp", std::process::id()));
+/// Compiles `cpp` (cached), linked with the emulator's runtime (compiled once), returning the
+/// executable.
+fn compile(cpp: &str, arch: u32) -> Result<PathBuf, String> {
+    let read = |p: PathBuf| fs::read_to_string(p).map_err(|e| e.to_string());
+    let texts = (read(prelude())?, read(runtime())?, GXX_FLAGS);
+    let object = cached(&format!("runtime{}.o", key_of(&texts)), |out| {
+        gxx(Command::new("g++").arg("-c").arg(runtime()), out)
+    })?;
+    let name = format!("k{}", key_of((cpp, &texts, arch)));
+    cached(&name, |out| {
+        let src = out.with_extension("cpp");
+        fs::write(&src, cpp).map_err(|e| e.to_string())?;
+        gxx(
+            Command::new("g++")
+                .arg(format!("-D__CUDA_ARCH__={arch}"))
+                .arg("-include")
+                .arg(prelude())
+                .arg(&src)
+                .arg(&object),
+            out,
+        )
+    })
+}
+
+/// Runs g++ (with [`GXX_FLAGS`]) writing `out`: its first errors when it fails.
+fn gxx(cmd: &mut Command, out: &Path) -> Result<(), String> {
     let start = std::time::Instant::now();
-    let out = Command::new("g++")
-        .args([
-            "-std=c++20",
-            "-O1",
-            "-w",
-            "-pthread",
-            "-fsanitize=address,undefined",
-            "-fno-sanitize-recover=all",
-            &format!("-D__CUDA_ARCH__={arch}"),
-            "-include",
-        ])
-        .arg(prelude())
-        .arg(&src)
+    let run = cmd
+        .args(GXX_FLAGS)
         .arg("-o")
-        .arg(&tmp)
+        .arg(out)
         .output()
         .map_err(|e| format!("running g++: {e}"))?;
-    if !out.status.success() {
-        let log = String::from_utf8_lossy(&out.stderr);
+    if !run.status.success() {
+        let log = String::from_utf8_lossy(&run.stderr);
         let head: String = log.lines().take(30).collect::<Vec<_>>().join("\n");
-        return Err(format!("g++ failed on {}:\n{head}", src.display()));
+        return Err(format!("g++ failed on {}:\n{head}", out.display()));
     }
     tally().compiles.push(start.elapsed().as_secs_f64());
-    fs::rename(&tmp, &exe).map_err(|e| e.to_string())?;
-    Ok(exe)
+    Ok(())
+}
+
+/// The file `name` of the cache, built by `build` (into a file of its own, then renamed: other
+/// test processes may build the same) unless it exists. Jobs of this process that need the
+/// same file wait for one build.
+fn cached(name: &str, build: impl FnOnce(&Path) -> Result<(), String>) -> Result<PathBuf, String> {
+    type Slot = Arc<OnceLock<Result<PathBuf, String>>>;
+    static BUILT: Mutex<BTreeMap<String, Slot>> = Mutex::new(BTreeMap::new());
+    let slot = BUILT
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(name.to_string())
+        .or_default()
+        .clone();
+    slot.get_or_init(|| {
+        let dir = cache_dir();
+        let path = dir.join(name);
+        if !path.exists() {
+            let tmp = dir.join(format!("{name}.{}.tmp", std::process::id()));
+            build(&tmp)?;
+            fs::rename(&tmp, &path).map_err(|e| e.to_string())?;
+        }
+        Ok(path)
+    })
+    .clone()
 }
 
 /// How long one emulated launch may run: `AUTOTUNE_EMU_WATCHDOG` seconds, default 600 (the
@@ -495,9 +531,10 @@ pub fn check_with(
     }
 }
 
-/// Runs `cmd` to its end, or kills it after `limit`: a barrier that some threads never reach
-/// hangs the emulated block, which must fail the run (with the kernel's name, added by the
-/// caller) rather than hang CI.
+/// Runs `cmd` to its end, or kills it after `limit`: a thread that never returns nor waits (an
+/// endless loop, a spin on a flag no thread or block sets) hangs the emulated block, which must
+/// fail the run (with the kernel's name, added by the caller) rather than hang CI. (A deadlock
+/// at barriers or warp-level calls the emulator reports at once.)
 pub fn run_watched(cmd: &mut Command, limit: Duration) -> Result<std::process::Output, String> {
     use std::process::Stdio;
     let mut child = cmd
@@ -526,7 +563,7 @@ pub fn run_watched(cmd: &mut Command, limit: Duration) -> Result<std::process::O
             let _ = child.kill();
             let _ = child.wait();
             return Err(format!(
-                "the emulated kernel did not finish within the watchdog's {} s (a barrier or shuffle some threads never reach?)",
+                "the emulated kernel did not finish within the watchdog's {} s (an endless loop, or a spin on what no thread sets?)",
                 limit.as_secs()
             ));
         }
