@@ -346,33 +346,39 @@ fn key_of(what: impl Hash) -> String {
     format!("{:016x}", h.finish())
 }
 
-/// Compiles `cpp` (cached), linked with the emulator's runtime (compiled once), returning the
-/// executable.
+/// Compiles `cpp` (cached) and links it with the emulator's runtime (compiled once), returning
+/// the executable. A change of the runtime alone relinks the kernels, not recompiles them.
 fn compile(cpp: &str, arch: u32) -> Result<PathBuf, String> {
     let read = |p: PathBuf| fs::read_to_string(p).map_err(|e| e.to_string());
-    let texts = (read(prelude())?, read(runtime())?, GXX_FLAGS);
-    let object = cached(&format!("runtime{}.o", key_of(&texts)), |out| {
+    let prelude_text = read(prelude())?;
+    let runtime_key = key_of((&prelude_text, read(runtime())?, GXX_FLAGS));
+    let runtime_object = cached(&format!("runtime{runtime_key}.o"), |out| {
         gxx(Command::new("g++").arg("-c").arg(runtime()), out)
     })?;
-    let name = format!("k{}", key_of((cpp, &texts, arch)));
-    cached(&name, |out| {
+    let kernel = format!("k{}", key_of((cpp, &prelude_text, GXX_FLAGS, arch)));
+    let object = cached(&format!("{kernel}.o"), |out| {
         let src = out.with_extension("cpp");
         fs::write(&src, cpp).map_err(|e| e.to_string())?;
+        let start = std::time::Instant::now();
         gxx(
             Command::new("g++")
                 .arg(format!("-D__CUDA_ARCH__={arch}"))
                 .arg("-include")
                 .arg(prelude())
-                .arg(&src)
-                .arg(&object),
+                .arg("-c")
+                .arg(&src),
             out,
-        )
+        )?;
+        tally().compiles.push(start.elapsed().as_secs_f64());
+        Ok(())
+    })?;
+    cached(&format!("{kernel}-{runtime_key}"), |out| {
+        gxx(Command::new("g++").arg(&object).arg(&runtime_object), out)
     })
 }
 
 /// Runs g++ (with [`GXX_FLAGS`]) writing `out`: its first errors when it fails.
 fn gxx(cmd: &mut Command, out: &Path) -> Result<(), String> {
-    let start = std::time::Instant::now();
     let run = cmd
         .args(GXX_FLAGS)
         .arg("-o")
@@ -384,7 +390,6 @@ fn gxx(cmd: &mut Command, out: &Path) -> Result<(), String> {
         let head: String = log.lines().take(30).collect::<Vec<_>>().join("\n");
         return Err(format!("g++ failed on {}:\n{head}", out.display()));
     }
-    tally().compiles.push(start.elapsed().as_secs_f64());
     Ok(())
 }
 
@@ -413,30 +418,35 @@ fn cached(name: &str, build: impl FnOnce(&Path) -> Result<(), String>) -> Result
     .clone()
 }
 
+/// The whole number in the environment variable `name`, else `default`; a value that is not
+/// one stops the test (a typo must not run another seed or limit than the one asked for).
+fn env_number(name: &str, default: u64) -> u64 {
+    match std::env::var(name) {
+        Ok(v) => v
+            .trim()
+            .parse()
+            .unwrap_or_else(|_| panic!("{name}={v:?}: not a whole number")),
+        Err(_) => default,
+    }
+}
+
 /// How long one emulated launch may run: `AUTOTUNE_EMU_WATCHDOG` seconds, default 600 (the
 /// slowest kernel of the edge shapes takes well under a minute under AddressSanitizer).
 fn watchdog() -> Duration {
-    let secs = std::env::var("AUTOTUNE_EMU_WATCHDOG")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(600);
-    Duration::from_secs(secs)
+    Duration::from_secs(env_number("AUTOTUNE_EMU_WATCHDOG", 600))
 }
 
-/// The seed of the blocks' order when `AUTOTUNE_EMU_SEED` is not set.
+/// The seed of the blocks' and threads' order when `AUTOTUNE_EMU_SEED` is not set.
 pub const DEFAULT_SEED: u64 = 1;
 
-/// The seed of the blocks' order: `AUTOTUNE_EMU_SEED` (0: ascending order), else
+/// The seed of the blocks' and threads' order: `AUTOTUNE_EMU_SEED` (0: ascending order), else
 /// [`DEFAULT_SEED`].
 fn seed() -> u64 {
-    std::env::var("AUTOTUNE_EMU_SEED")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(DEFAULT_SEED)
+    env_number("AUTOTUNE_EMU_SEED", DEFAULT_SEED)
 }
 
 /// How a kernel is emulated: the `__CUDA_ARCH__` it is compiled for, the watchdog's limit on
-/// its run and the seed of its blocks' order.
+/// its run and the seed of its blocks' and threads' order.
 #[derive(Debug, Clone, Copy)]
 pub struct Emulation {
     pub arch: u32,
@@ -456,7 +466,7 @@ impl Emulation {
 }
 
 /// Why a kernel failed in the emulator. Each message names the kernel; those of a run name the
-/// seed of its blocks' order too.
+/// seed of its blocks' and threads' order too.
 #[derive(Debug, Clone)]
 pub enum Failure {
     /// No program to run: the config has no launch, the source holds what the emulator cannot
@@ -521,7 +531,7 @@ pub fn check_with(
 ) -> Result<(), Failure> {
     let name = family.kernel_name_for(config, shape);
     let seed = emu.seed;
-    let ran = |e: String| format!("{name} (block order seed {seed}): {e}");
+    let ran = |e: String| format!("{name} (order seed {seed}): {e}");
     match run(family, config, shape, emu) {
         Ok(output) => judge(family, shape, &output).map_err(|e| Failure::Validation(ran(e))),
         Err(Failure::Build(e)) => Err(Failure::Build(format!("{name}: {e}"))),

@@ -46,7 +46,7 @@
 #else
 #define EMU_ASAN 0
 #endif
-#if !defined(__x86_64__)
+#if !defined(__x86_64__) || defined(EMU_UCONTEXT)
 #include <ucontext.h>
 #endif
 
@@ -69,7 +69,7 @@ static bool emu_in_thread = false; // whether a thread of the block runs (not th
         std::snprintf(thread, sizeof thread, ", thread (%u, %u, %u)", threadIdx.x, threadIdx.y,
                       threadIdx.z);
     std::fprintf(stderr,
-                 "emulator: %s, block (%u, %u, %u)%s: %s (launch %lld, block order seed %llu)\n",
+                 "emulator: %s, block (%u, %u, %u)%s: %s (launch %lld, order seed %llu)\n",
                  emu_kernel, blockIdx.x, blockIdx.y, blockIdx.z, thread, what, emu_launch_index,
                  emu_seed);
     std::fflush(stderr);
@@ -105,8 +105,8 @@ void emu_register_shared(void* p, size_t bytes)
 // ---- switching between the scheduler and the block's threads ----
 // A context is its stack pointer, the callee-saved registers and the floating-point control
 // words pushed below it (x86-64: a switch of a few instructions, which AddressSanitizer is
-// told of; elsewhere ucontext).
-#if defined(__x86_64__)
+// told of; elsewhere, or with EMU_UCONTEXT defined, ucontext: about twice the CPU time).
+#if defined(__x86_64__) && !defined(EMU_UCONTEXT)
 extern "C" void emu_switch(void** save_sp, void* resume_sp);
 asm(R"(
     .text
@@ -206,7 +206,7 @@ static unsigned emu_tid = 0;             // its linear index in the block
 
 static void emu_resume(EmuContext& save, EmuContext& resume)
 {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(EMU_UCONTEXT)
     emu_switch(&save.sp, resume.sp);
 #else
     swapcontext(&save.uc, &resume.uc);
@@ -478,7 +478,7 @@ template <class T> static void emu_shuffle(std::vector<T>& v, uint64_t& s)
 // Makes `t` start the kernel when next switched to.
 static void emu_start(EmuThread& t)
 {
-#if defined(__x86_64__)
+#if defined(__x86_64__) && !defined(EMU_UCONTEXT)
     // What emu_switch pops: the control words, six registers, then emu_thread_main as the
     // return address, 16-byte aligned as after a call.
     auto* top = reinterpret_cast<uint64_t*>(t.stack + t.stack_bytes);
