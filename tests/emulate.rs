@@ -396,8 +396,8 @@ const MISALIGNED: Catch = Catch::Check("misaligned");
 /// The emulator catches what it exists for, each mutant of a real template by what must stop
 /// it: out-of-bounds reads and writes (AddressSanitizer), a cp.async stage read before its
 /// copies are waited for, split-K tile counters not reset for the next launch and a 16-byte
-/// copy of the wrong chunk (validation), vector stores past N, and unwritten shared memory
-/// read (validation: the poison).
+/// copy of the wrong chunk (validation), float4 stores of C not checked against N (their
+/// misalignment, UBSan), and shared memory never written read (validation: the poison).
 #[test]
 fn the_emulator_catches_injected_faults() {
     if !emulator_ready() {
