@@ -1,510 +1,38 @@
 //! Every kernel family validated without a GPU: each kernel, instantiated as the tuner
 //! instantiates it, is compiled as C++ against a CPU emulation of the CUDA it uses
-//! (`tests/emu/prelude.h`: a thread per CUDA thread, barriers, shuffles, queued cp.async
-//! copies) under AddressSanitizer and UBSan, run on the op's edge shapes (and, for the families
-//! of the full interface, on every layout, padded leading dimensions, beta and batches), and
-//! its output judged like a GPU run's: against the float64 reference within the tolerance,
-//! the padding between C's rows untouched, and a kernel whose workspace is zeroed `once`
-//! launched twice on it, both outputs passing and bit-identical. An access outside a buffer, a misaligned float4 or a 16-byte
-//! copy from a misaligned address fails the run.
+//! (`tests/emu/`: a block's threads as fibers switched where they wait, in a seeded shuffled
+//! order, blocks one at a time in a shuffled order, shared memory poisoned for every block,
+//! warp-level calls that check their masks, queued cp.async copies) under AddressSanitizer and
+//! UBSan, run on the op's edge shapes (and, for the families of the full interface, on every
+//! layout, padded leading dimensions, beta and batches), and its output judged like a GPU run's:
+//! against the float64 reference within the tolerance, the padding between C's rows untouched,
+//! and a kernel whose workspace is zeroed `once` launched twice on it, both outputs passing and
+//! bit-identical. An access outside a buffer, a misaligned float4, float2, cp.async or red.v4,
+//! a shuffle mask that does not hold, a deadlock and a hang (past the watchdog,
+//! `AUTOTUNE_EMU_WATCHDOG` seconds, default 600) fail the run, naming the kernel.
 //!
-//! This checks indexing, edges and block-level protocols (split-K and stream-K fix-ups) on
-//! every machine CI runs on; it cannot see what only a GPU shows (timing, the memory model of
-//! concurrent blocks, the hardware's own checks), which the GPU tests cover.
-//!
-//! A launch that runs past the watchdog (`AUTOTUNE_EMU_WATCHDOG` seconds, default 600: a barrier
-//! or shuffle some threads never reach) is killed and fails with the kernel's name.
+//! This checks indexing, edges, races within a block and block-level protocols (split-K and
+//! stream-K fix-ups) on every machine CI runs on; it cannot see what only a GPU shows (timing,
+//! the memory model of concurrent blocks, the hardware's own checks), which the GPU tests
+//! cover. The mutant tests plant each kind of fault in real templates and require that
+//! validation or the check meant for it stops the run (a mutant that does not compile fails
+//! the test).
 //!
 //! Needs g++ (C++20); without it the test prints `skipped: ...`, and fails instead under
-//! `AUTOTUNE_REQUIRE_EMULATOR=1` (set in CI). `AUTOTUNE_EMU_FAMILY=name` runs one family.
+//! `AUTOTUNE_REQUIRE_EMULATOR=1` (set in CI). `AUTOTUNE_EMU_FAMILY=name` runs one family;
+//! `AUTOTUNE_EMU_SEED=n` sets the seed of the blocks' and threads' order (default 1; 0:
+//! ascending), which every failure names.
 
 mod common;
+mod emu;
 
 use autotune::family::catalog::{Catalog, Family};
-use autotune::family::space::{Config, Interface, Limits, WorkspaceZero};
-use autotune::measure::verify;
+use autotune::family::space::{Config, Interface, Limits};
 use autotune::problem::{Form, Layout, Op, Shape};
 use autotune::tuning::sweep;
+use emu::{caught, check, check_with, emulator_ready, Catch, Emulation, Failure};
 use rayon::prelude::*;
-use std::collections::hash_map::DefaultHasher;
-use std::collections::BTreeMap;
-use std::fs;
-use std::hash::{Hash, Hasher};
-use std::path::{Path, PathBuf};
-use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
-
-/// `1`: a missing g++ fails the test instead of skipping it.
-const REQUIRE_EMULATOR: &str = "AUTOTUNE_REQUIRE_EMULATOR";
-
-fn prelude() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/emu/prelude.h")
-}
-
-/// Where compiled kernels are kept between runs (keyed by source and prelude).
-fn cache_dir() -> PathBuf {
-    let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("emu");
-    fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn have_gxx() -> bool {
-    Command::new("g++")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
-/// Whether the emulator can run here; without g++ the test is skipped (a failure under
-/// `AUTOTUNE_REQUIRE_EMULATOR=1`).
-fn emulator_ready() -> bool {
-    let ready = have_gxx();
-    if !ready {
-        common::skip(
-            REQUIRE_EMULATOR,
-            "g++ not found: the CUDA emulator needs a C++20 compiler",
-        );
-    }
-    ready
-}
-
-/// The operands of inline PTX: the expression inside each `"c"(expr)` of the output and input
-/// sections, in order.
-fn asm_operands(sections: &[&str]) -> Result<Vec<String>, String> {
-    let mut out = Vec::new();
-    for s in sections {
-        let mut rest = s.trim();
-        while !rest.is_empty() {
-            // "constraint"(expr)
-            let open = rest
-                .find('(')
-                .ok_or_else(|| format!("operand without '(': {rest}"))?;
-            let mut depth = 0;
-            let mut close = None;
-            for (i, ch) in rest[open..].char_indices() {
-                match ch {
-                    '(' => depth += 1,
-                    ')' => {
-                        depth -= 1;
-                        if depth == 0 {
-                            close = Some(open + i);
-                            break;
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            let close = close.ok_or_else(|| format!("unbalanced operand: {rest}"))?;
-            out.push(rest[open + 1..close].to_string());
-            rest = rest[close + 1..]
-                .trim_start()
-                .trim_start_matches(',')
-                .trim();
-        }
-    }
-    Ok(out)
-}
-
-/// Splits `text` at top-level `:` (outside strings and parentheses).
-fn top_level_colons(text: &str) -> Vec<&str> {
-    let (mut depth, mut in_str, mut start) = (0i32, false, 0);
-    let mut parts = Vec::new();
-    for (i, ch) in text.char_indices() {
-        match ch {
-            '"' => in_str = !in_str,
-            '(' if !in_str => depth += 1,
-            ')' if !in_str => depth -= 1,
-            ':' if !in_str && depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    parts.push(&text[start..]);
-    parts
-}
-
-/// One `asm volatile(...)` statement as a call of the prelude's emulation of that PTX.
-fn emulate_asm(body: &str) -> Result<String, String> {
-    let parts = top_level_colons(body);
-    let ptx: String = parts[0]
-        .split('"')
-        .skip(1)
-        .step_by(2)
-        .collect::<Vec<_>>()
-        .concat();
-    let ptx = ptx
-        .replace("\\n", "")
-        .trim()
-        .trim_end_matches(';')
-        .to_string();
-    let ops = asm_operands(&parts[1..parts.len().min(3)])?;
-    let op = |i: usize| {
-        ops.get(i)
-            .cloned()
-            .ok_or_else(|| format!("asm \"{ptx}\" lacks operand {i}"))
-    };
-    if let Some(rest) = ptx
-        .strip_prefix("cp.async.ca.shared.global ")
-        .or_else(|| ptx.strip_prefix("cp.async.cg.shared.global "))
-    {
-        // [%0], [%1], SIZE[, %2]
-        let fields: Vec<&str> = rest.split(',').map(str::trim).collect();
-        let size: i32 = fields
-            .get(2)
-            .and_then(|s| s.parse().ok())
-            .ok_or_else(|| format!("cp.async without a literal size: {ptx}"))?;
-        let src_size = if fields.len() > 3 {
-            op(2)?
-        } else {
-            size.to_string()
-        };
-        return Ok(format!(
-            "emu_cp_async({}, {}, {size}, {src_size});",
-            op(0)?,
-            op(1)?
-        ));
-    }
-    if ptx == "cp.async.commit_group" {
-        return Ok("emu_cp_commit();".into());
-    }
-    if ptx.starts_with("cp.async.wait_group") {
-        return Ok(format!("emu_cp_wait({});", op(0)?));
-    }
-    if ptx == "cp.async.wait_all" {
-        return Ok("emu_cp_wait(0);".into());
-    }
-    if ptx.starts_with("red.global.add.v4.f32") {
-        return Ok(format!(
-            "emu_red_add_v4({}, {}, {}, {}, {});",
-            op(0)?,
-            op(1)?,
-            op(2)?,
-            op(3)?,
-            op(4)?
-        ));
-    }
-    Err(format!(
-        "inline PTX the emulator does not know: \"{ptx}\" (add it to tests/emu/prelude.h and emulate_asm)"
-    ))
-}
-
-/// The kernel source made C++: dynamic shared memory declarations and inline PTX rewritten.
-fn to_cpp(code: &str) -> Result<String, String> {
-    let mut out = String::new();
-    let mut rest = code;
-    while let Some(at) = rest.find("asm volatile(") {
-        out.push_str(&rest[..at]);
-        let body_start = at + "asm volatile(".len();
-        let mut depth = 1;
-        let mut in_str = false;
-        let mut end = None;
-        for (i, ch) in rest[body_start..].char_indices() {
-            match ch {
-                '"' => in_str = !in_str,
-                '(' if !in_str => depth += 1,
-                ')' if !in_str => {
-                    depth -= 1;
-                    if depth == 0 {
-                        end = Some(body_start + i);
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
-        let end = end.ok_or("unbalanced asm statement")?;
-        out.push_str(&emulate_asm(&rest[body_start..end])?);
-        // Skip the statement's own `;`.
-        rest = rest[end + 1..].trim_start_matches(';');
-    }
-    out.push_str(rest);
-    // `extern __shared__ [__align__(n)] float name[];` -> the dynamic arena.
-    let mut lines = Vec::new();
-    for line in out.lines() {
-        let t = line.trim();
-        if t.starts_with("extern __shared__") && t.ends_with("[];") {
-            let decl = t.trim_end_matches("[];");
-            let name = decl.rsplit(' ').next().unwrap_or_default();
-            let ty = if decl.contains(" float ") {
-                "float"
-            } else {
-                return Err(format!("dynamic shared memory of an unknown type: {t}"));
-            };
-            lines.push(format!(
-                "{ty}* const {name} = static_cast<{ty}*>(emu_dynamic_smem());"
-            ));
-        } else {
-            lines.push(line.to_string());
-        }
-    }
-    Ok(lines.join("\n"))
-}
-
-/// The prelude's `emu_call`: the kernel called with its family's signature.
-fn entry(op: Op, interface: Interface, kernel: &str, workspace: bool) -> String {
-    let mut args: Vec<&str> = match op {
-        Op::Gemm => vec!["a.M", "a.N", "a.K", "a.A", "a.B", "a.C"],
-        Op::Gemv => vec!["a.M", "a.K", "a.A", "a.B", "a.C"],
-    };
-    if interface == Interface::Full {
-        match op {
-            Op::Gemm => args.extend(["a.lda", "a.ldb", "a.ldc"]),
-            Op::Gemv => args.push("a.lda"),
-        }
-        args.extend(["a.sa", "a.sb", "a.sc", "a.batch", "a.alpha", "a.beta"]);
-    }
-    if workspace {
-        args.push("a.workspace");
-    }
-    format!(
-        "\nvoid emu_call(const EmuArgs& a) {{ {kernel}({}); }}\n",
-        args.join(", ")
-    )
-}
-
-/// Compiles `cpp` (cached), returning the executable. Jobs of this process that need the same
-/// kernel wait for one compilation.
-fn compile(cpp: &str, arch: u32) -> Result<PathBuf, String> {
-    type Slot = Arc<OnceLock<Result<PathBuf, String>>>;
-    static COMPILED: Mutex<BTreeMap<String, Slot>> = Mutex::new(BTreeMap::new());
-    let prelude_text = fs::read_to_string(prelude()).map_err(|e| e.to_string())?;
-    let mut h = DefaultHasher::new();
-    (cpp, &prelude_text, arch).hash(&mut h);
-    let key = format!("{:016x}", h.finish());
-    let slot = COMPILED
-        .lock()
-        .unwrap_or_else(|p| p.into_inner())
-        .entry(key.clone())
-        .or_default()
-        .clone();
-    slot.get_or_init(|| compile_now(cpp, arch, &key)).clone()
-}
-
-fn compile_now(cpp: &str, arch: u32, key: &str) -> Result<PathBuf, String> {
-    let dir = cache_dir();
-    let exe = dir.join(format!("k{key}"));
-    if exe.exists() {
-        return Ok(exe);
-    }
-    let src = dir.join(format!("k{key}.cpp"));
-    fs::write(&src, cpp).map_err(|e| e.to_string())?;
-    // Another test process may compile the same kernel: each writes its own file, then renames.
-    let tmp = dir.join(format!("k{key}.{}.tmp", std::process::id()));
-    let out = Command::new("g++")
-        .args([
-            "-std=c++20",
-            "-O1",
-            "-w",
-            "-pthread",
-            "-fsanitize=address,undefined",
-            "-fno-sanitize-recover=all",
-            &format!("-D__CUDA_ARCH__={arch}"),
-            "-include",
-        ])
-        .arg(prelude())
-        .arg(&src)
-        .arg("-o")
-        .arg(&tmp)
-        .output()
-        .map_err(|e| format!("running g++: {e}"))?;
-    if !out.status.success() {
-        let log = String::from_utf8_lossy(&out.stderr);
-        let head: String = log.lines().take(30).collect::<Vec<_>>().join("\n");
-        return Err(format!("g++ failed on {}:\n{head}", src.display()));
-    }
-    fs::rename(&tmp, &exe).map_err(|e| e.to_string())?;
-    Ok(exe)
-}
-
-/// Runs `family`'s `config` on `shape` in the emulator and judges the output.
-/// How long one emulated launch may run: `AUTOTUNE_EMU_WATCHDOG` seconds, default 600 (the
-/// slowest kernel of the edge shapes takes well under a minute under AddressSanitizer).
-fn watchdog() -> std::time::Duration {
-    let secs = std::env::var("AUTOTUNE_EMU_WATCHDOG")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-        .unwrap_or(600);
-    std::time::Duration::from_secs(secs)
-}
-
-/// Runs `cmd` to its end, or kills it after `limit`: a barrier that some threads never reach
-/// hangs the emulated block, which must fail the run (with the kernel's name, added by the
-/// caller) rather than hang CI.
-fn run_watched(
-    cmd: &mut Command,
-    limit: std::time::Duration,
-) -> Result<std::process::Output, String> {
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
-    // Drained on threads so that a child writing much output never blocks on a full pipe.
-    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut p) = pipe {
-                let _ = p.read_to_end(&mut buf);
-            }
-            buf
-        })
-    };
-    let out = drain(child.stdout.take().map(|p| Box::new(p) as _));
-    let err = drain(child.stderr.take().map(|p| Box::new(p) as _));
-    let start = std::time::Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(format!(
-                "the emulated kernel did not finish within the watchdog's {} s (a barrier or shuffle some threads never reach?)",
-                limit.as_secs()
-            ));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    Ok(std::process::Output {
-        status,
-        stdout: out.join().unwrap_or_default(),
-        stderr: err.join().unwrap_or_default(),
-    })
-}
-
-fn check(family: &Family, config: &Config, shape: Shape, arch: u32) -> Result<(), String> {
-    check_within(family, config, shape, arch, watchdog())
-}
-
-/// [`check`] with the watchdog's limit given.
-fn check_within(
-    family: &Family,
-    config: &Config,
-    shape: Shape,
-    arch: u32,
-    limit: std::time::Duration,
-) -> Result<(), String> {
-    let op = family.space.op;
-    let limits = Limits::for_arch(90).unwrap();
-    let kernel = family
-        .kernel(config, shape, &limits)
-        .map_err(|e| format!("no launch: {e}"))?;
-    let launch = kernel.launch;
-    let cpp = format!(
-        "{}{}",
-        to_cpp(&kernel.source.code)?,
-        entry(
-            op,
-            launch.interface,
-            &kernel.source.kernel_name,
-            launch.workspace_bytes.is_some()
-        )
-    );
-    let exe = compile(&cpp, arch)?;
-    let call = shape.tuning_call(op);
-    let [la, lb, lc] = shape.lens(op).map(|l| l as usize);
-    let seed = 7;
-    let a = verify::random_values(la, seed, 0);
-    let b = verify::random_values(lb, seed, 1);
-    let before = verify::output_before(op, shape, &call, seed, lc);
-    let once = launch.workspace_bytes.is_some() && launch.workspace_zero == WorkspaceZero::Once;
-    let launches = if once { 2 } else { 1 };
-    let s = call.strides;
-    let header: [i64; 26] = [
-        shape.m as i64,
-        shape.n as i64,
-        shape.k as i64,
-        s.lda as i64,
-        s.ldb as i64,
-        s.ldc as i64,
-        s.stride_a as i64,
-        s.stride_b as i64,
-        s.stride_c as i64,
-        call.batch as i64,
-        call.alpha.to_bits() as i64,
-        call.beta.to_bits() as i64,
-        launch.grid.0 as i64,
-        launch.grid.1 as i64,
-        launch.grid.2 as i64,
-        launch.block.0 as i64,
-        launch.block.1 as i64,
-        launch.block.2 as i64,
-        launch.dynamic_shared_bytes as i64,
-        launch.workspace_bytes.map_or(-1, |w| w as i64),
-        launch.zero_output as i64,
-        match launch.workspace_zero {
-            WorkspaceZero::Never => 0,
-            WorkspaceZero::Once => 1,
-            WorkspaceZero::EveryLaunch => 2,
-        },
-        launches as i64,
-        la as i64,
-        lb as i64,
-        lc as i64,
-    ];
-    let mut input: Vec<u8> = header.iter().flat_map(|v| v.to_le_bytes()).collect();
-    for v in [&a, &b, &before] {
-        input.extend(v.iter().flat_map(|x| x.to_le_bytes()));
-    }
-    let dir = tempfile::tempdir().map_err(|e| e.to_string())?;
-    let (inp, outp) = (dir.path().join("in"), dir.path().join("out"));
-    fs::write(&inp, input).map_err(|e| e.to_string())?;
-    let run = run_watched(
-        Command::new(&exe)
-            .arg(&inp)
-            .arg(&outp)
-            .env("ASAN_OPTIONS", "detect_leaks=0"),
-        limit,
-    )
-    .map_err(|e| format!("{}: {e}", kernel.source.kernel_name))?;
-    if !run.status.success() {
-        let log = String::from_utf8_lossy(&run.stderr);
-        let head: String = log.lines().take(12).collect::<Vec<_>>().join("\n");
-        return Err(format!(
-            "the emulated kernel failed ({}):\n{head}",
-            run.status
-        ));
-    }
-    let bytes = fs::read(&outp).map_err(|e| e.to_string())?;
-    let floats: Vec<f32> = bytes[..launches * lc * 4]
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-        .collect();
-    let (reference, bound) = verify::general_reference(op, shape, &call, &a, &b, &before);
-    let k = if op == Op::Gemv && shape.form.layout.trans_a() {
-        shape.m
-    } else {
-        shape.k
-    };
-    let cols = shape.stored(op)[2].1 as usize;
-    for (i, out) in floats.chunks_exact(lc).enumerate() {
-        let (logical, padding_kept) = verify::logical_output(op, shape, &call, out, &before);
-        if !padding_kept {
-            return Err(format!(
-                "launch {i}: wrote into the padding between C's rows"
-            ));
-        }
-        verify::compare(&logical, &reference, &bound, cols, verify::tolerance(k))
-            .map_err(|e| format!("launch {i}: {e}"))?;
-    }
-    if once {
-        // The kernel resets what it counts with (the partials are scratch): a second launch on
-        // the same workspace must pass and give the same bits.
-        let (first, second) = floats.split_at(lc);
-        if first
-            .iter()
-            .zip(second)
-            .any(|(x, y)| x.to_bits() != y.to_bits())
-        {
-            return Err("two launches on the same workspace differ".into());
-        }
-    }
-    Ok(())
-}
+use std::time::Duration;
 
 /// A form of the full interface (alpha != 1 always, so the scaling is checked too).
 fn full(layout: Layout, padded: bool, beta: bool, batch: u64) -> Form {
@@ -697,139 +225,508 @@ fn every_family_validates_on_edge_shapes_in_the_emulator() {
         })
         .collect();
     println!(
-        "emulated {} (config, problem) pairs, {} failed",
+        "emulated {} (config, problem) pairs, {} failed; {}",
         jobs.len(),
-        failures.len()
+        failures.len(),
+        emu::TALLY.lock().unwrap().summary()
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
-/// A kernel whose threads wait at barriers the others never reach fails within the watchdog's
-/// limit, naming the kernel, instead of hanging the test: lane 0 of each warp waits at a block
-/// barrier while the other lanes wait for it at the warp's shuffle.
+/// gemv_warp_row's early exit (`if (row >= M) return;`, warp-uniform) made `to`, on 37 rows.
+fn at_warp_row_exit(to: &'static str, by: Catch) -> Mutant {
+    mutant("gemv_warp_row", "if (row >= M) return;", to, s(37, 1, 100)).by(by)
+}
+
+/// A deadlocked block fails at once, naming the kernel and where its threads wait: lane 0 of
+/// each warp waits at a block barrier while the other lanes wait for it at the warp's shuffle.
 #[test]
-fn a_deadlocked_kernel_fails_within_the_watchdog_with_its_name() {
+fn a_deadlocked_kernel_fails_at_once_saying_where_threads_wait() {
     if !emulator_ready() {
         return;
     }
     let catalog = Catalog::builtin().unwrap();
-    let limits = Limits::for_arch(90).unwrap();
-    let family = catalog.get("gemv_warp_row").unwrap();
-    let shape = Shape::parse(Op::Gemv, "37x100").unwrap();
-    let config = family.space.prune(shape, &limits).unwrap().valid[0].clone();
-    let exit = "if (row >= M) return;";
-    assert!(
-        family.inlined.contains(exit),
-        "gemv_warp_row no longer holds {exit:?}"
-    );
-    let mut mutant = family.clone();
-    mutant.inlined = family.inlined.replace(
-        exit,
+    let m = at_warp_row_exit(
         "if (row >= M) return; if (lane == 0) __syncthreads();",
+        Catch::Check("deadlock"),
     );
-    let limit = std::time::Duration::from_secs(20);
+    let report = m
+        .run(&catalog, Emulation::new(900))
+        .unwrap_or_else(|e| panic!("{e}"));
+    for what in [
+        "gemv_warp_row_",
+        "thread 0 at __syncthreads",
+        "thread 1 at __shfl_xor_sync with mask 0xffffffff",
+    ] {
+        assert!(report.contains(what), "{what:?} not in {report}");
+    }
+}
+
+/// A kernel that never returns (threads spinning on a flag no one sets) fails within the
+/// watchdog's limit, naming the kernel, instead of hanging the test.
+#[test]
+fn a_hung_kernel_fails_within_the_watchdog_with_its_name() {
+    if !emulator_ready() {
+        return;
+    }
+    let catalog = Catalog::builtin().unwrap();
+    let m = at_warp_row_exit(
+        "if (row >= M) return; for (volatile int spin = 1; spin;) {}",
+        Catch::Check("watchdog"),
+    );
+    let emu = Emulation {
+        watchdog: Duration::from_secs(20),
+        ..Emulation::new(900)
+    };
     let start = std::time::Instant::now();
-    let err = check_within(&mutant, &config, shape, 900, limit)
-        .expect_err("a deadlocked kernel passed the emulator");
-    let name = family.kernel_name(&config);
-    assert!(err.contains("watchdog") && err.contains(&name), "{err}");
+    let report = m.run(&catalog, emu).unwrap_or_else(|e| panic!("{e}"));
+    assert!(report.contains("gemv_warp_row_"), "{report}");
     // Compiling is not timed by the watchdog: only the run is cut at the limit.
     println!(
-        "{err} (after {:.1} s in all)",
+        "{report} (after {:.1} s in all)",
         start.elapsed().as_secs_f64()
     );
 }
 
-/// A fault injected into a family: (family, text, its mutant, problem, a parameter value the
-/// config run must have).
-type Mutant = (
-    &'static str,
-    &'static str,
-    &'static str,
-    Shape,
-    Option<(&'static str, i64)>,
-);
+/// A fault planted in a family: `from` replaced with `to` in its source (includes inlined),
+/// run on `shape` for `__CUDA_ARCH__` `arch` with the last config the space offers there that
+/// has the `want`ed parameter value (the most split, where a family has splits, so the
+/// workspace is used); `by` says what must stop it.
+struct Mutant {
+    family: &'static str,
+    from: &'static str,
+    to: &'static str,
+    shape: Shape,
+    arch: u32,
+    want: Option<(&'static str, i64)>,
+    by: Catch,
+}
 
-/// The emulator catches what it exists for: each mutant of a real template (an out-of-bounds
-/// read, a write past C, a cp.async stage read before its copies are waited for, split-K tile
-/// counters not reset for the next launch, a 16-byte copy of the wrong chunk, vector stores
-/// past N) fails, while the unmutated family passes.
+/// [`Mutant`] with the common defaults (sm_90, any config).
+fn mutant(family: &'static str, from: &'static str, to: &'static str, shape: Shape) -> Mutant {
+    Mutant {
+        family,
+        from,
+        to,
+        shape,
+        arch: 900,
+        want: None,
+        by: Catch::Validation,
+    }
+}
+
+impl Mutant {
+    fn by(self, by: Catch) -> Self {
+        Mutant { by, ..self }
+    }
+    fn want(self, param: &'static str, value: i64) -> Self {
+        Mutant {
+            want: Some((param, value)),
+            ..self
+        }
+    }
+    fn arch(self, arch: u32) -> Self {
+        Mutant { arch, ..self }
+    }
+    fn label(&self) -> String {
+        format!("{} with {:?}", self.family, self.to)
+    }
+
+    /// The family's config for the mutant, checked to pass unmutated, and the mutated family.
+    fn plant(&self, catalog: &Catalog, emu: Emulation) -> Result<(Config, Family), String> {
+        let limits = Limits::for_arch(90).unwrap();
+        let family = catalog.get(self.family).unwrap();
+        let op = family.space.op;
+        let valid = family.space.prune(self.shape, &limits).unwrap().valid;
+        let config = valid
+            .into_iter()
+            .rev()
+            .find(|c| self.want.is_none_or(|(k, v)| c.params.get(k) == Some(&v)))
+            .ok_or_else(|| {
+                format!(
+                    "{}: no valid config on {}",
+                    self.family,
+                    self.shape.label(op)
+                )
+            })?;
+        check_with(family, &config, self.shape, emu)
+            .map_err(|e| format!("{} unmutated on {}: {e}", self.family, self.shape.label(op)))?;
+        if !family.inlined.contains(self.from) {
+            return Err(format!("{} no longer holds {:?}", self.family, self.from));
+        }
+        let mut mutated = family.clone();
+        mutated.inlined = family.inlined.replace(self.from, self.to);
+        Ok((config, mutated))
+    }
+
+    /// Runs the mutant as `emu` says: what stopped it, or why it is not caught as it must be.
+    fn run(&self, catalog: &Catalog, emu: Emulation) -> Result<String, String> {
+        let (config, mutated) = self.plant(catalog, emu)?;
+        caught(check_with(&mutated, &config, self.shape, emu), self.by)
+            .map_err(|e| format!("{}: {e}", self.label()))
+    }
+}
+
+/// Runs each mutant (in parallel) and fails the test with every one not caught as it must be.
+fn all_caught(mutants: &[Mutant]) {
+    let catalog = Catalog::builtin().unwrap();
+    let failures: Vec<String> = mutants
+        .par_iter()
+        .filter_map(|m| match m.run(&catalog, Emulation::new(m.arch)) {
+            Ok(report) => {
+                // The check's own line, else the first.
+                let line = match m.by {
+                    Catch::Check(what) => report.lines().find(|l| l.contains(what)),
+                    Catch::Validation => None,
+                };
+                let line = line.or(report.lines().next()).unwrap_or_default();
+                println!("{} caught ({:?}): {}", m.label(), m.by, line.trim());
+                None
+            }
+            Err(e) => Some(e),
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// What stops a misaligned vector access or 16-byte copy: UBSan's report of a float4 or float2
+/// at a misaligned address, or the emulator's of a cp.async or red.v4.
+const MISALIGNED: Catch = Catch::Check("misaligned");
+
+/// The emulator catches what it exists for, each mutant of a real template by what must stop
+/// it: out-of-bounds reads and writes (AddressSanitizer), a cp.async stage read before its
+/// copies are waited for, split-K tile counters not reset for the next launch and a 16-byte
+/// copy of the wrong chunk (validation), float4 stores of C not checked against N (their
+/// misalignment, UBSan), and shared memory never written read (validation: the poison).
 #[test]
 fn the_emulator_catches_injected_faults() {
     if !emulator_ready() {
         return;
     }
-    let catalog = Catalog::builtin().unwrap();
-    let limits = Limits::for_arch(90).unwrap();
-    let mutants: [Mutant; 6] = [
-        (
+    let oob = Catch::Check("AddressSanitizer");
+    all_caught(&[
+        mutant(
             "gemm_tiled",
             "(row < M && ak < K) ? A[(size_t)row * K + ak]",
             "(row <= M && ak < K) ? A[(size_t)row * K + ak]",
             s(33, 65, 129),
-            None,
-        ),
-        (
+        )
+        .by(oob),
+        mutant(
             "gemm_tiled",
             "if (row < M && col < N) {",
             "if (row <= M && col < N) {",
             s(33, 65, 129),
-            None,
-        ),
-        (
+        )
+        .by(oob),
+        mutant(
             "gemm_warptile",
             "::\"n\"(N_) : \"memory\"",
             "::\"n\"(N_ + 1) : \"memory\"",
             s(257, 131, 200),
-            None,
         ),
-        (
+        mutant(
             "gemm_warptile_splitk_det",
             "atomicExch(",
             "(void)(",
             s(130, 7, 1001),
-            None,
         ),
-        (
+        mutant(
             "gemm_general",
             "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep);",
             "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep + 4);",
             // Interior tiles (the unchecked copies) for tiles up to 256 x 256.
             s(520, 264, 152).with_form(full(Layout::Tn, true, true, 2)),
-            None,
         ),
-        (
-            // float4 stores of C without the check that the columns are inside N and aligned.
+        // float4 stores of C without the check that the columns are inside N and aligned.
+        mutant(
             "gemm_general_small_k",
             "const bool cvec = full &&",
             "const bool cvec = true || full &&",
             s(37, 67, 3),
-            Some(("VEC", 4)),
+        )
+        .want("VEC", 4)
+        .by(MISALIGNED),
+        // A's tile not zero-filled past K: the static __shared__ array keeps what it held (the
+        // poison), and poison times B's zeros is NaN.
+        mutant(
+            "gemm_tiled",
+            "As[ty][tx] = (row < M && ak < K) ? A[(size_t)row * K + ak] : 0.0f;",
+            "if (row < M && ak < K) As[ty][tx] = A[(size_t)row * K + ak];",
+            // One tile along K: the slots past K were written by no earlier tile either.
+            s(33, 65, 7),
         ),
-    ];
-    for (name, from, to, shape, want) in mutants {
-        let family = catalog.get(name).unwrap();
-        // The last config the space offers on the problem (the most split, where a family has
-        // splits, so the workspace is used) that has the wanted parameter value.
-        let valid = family.space.prune(shape, &limits).unwrap().valid;
-        let config = &valid
-            .into_iter()
-            .rev()
-            .find(|c| want.is_none_or(|(k, v)| c.params.get(k) == Some(&v)))
-            .unwrap_or_else(|| panic!("{name}: no valid config on {}", shape.label(Op::Gemm)));
-        check(family, config, shape, 900)
-            .unwrap_or_else(|e| panic!("{name} unmutated on {}: {e}", shape.label(Op::Gemm)));
-        assert!(
-            family.inlined.contains(from),
-            "{name} no longer holds {from:?}"
-        );
-        let mut mutant = family.clone();
-        mutant.inlined = family.inlined.replace(from, to);
-        let err = check(&mutant, config, shape, 900)
-            .expect_err(&format!("{name} with {to:?} passed the emulator"));
-        println!(
-            "{name} with {to:?}: {}",
-            err.lines().next().unwrap_or_default()
-        );
+    ]);
+}
+
+/// A misaligned vector access or 16-byte copy is reported, in each family that makes one: a
+/// 16-byte cp.async from a source or to a destination one float off, float4 loads from global
+/// and shared memory and float2 loads one float off, a red.global.add.v4 one float off.
+#[test]
+fn misaligned_vector_accesses_are_caught() {
+    if !emulator_ready() {
+        return;
     }
+    all_caught(&[
+        mutant(
+            "gemm_general",
+            "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep);",
+            "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep + 1);",
+            s(520, 264, 152).with_form(full(Layout::Tn, true, true, 2)),
+        )
+        .by(Catch::Check("misaligned cp.async: a 16-byte copy from")),
+        mutant(
+            "gemm_warptile_splitk_det",
+            r#"16, %2;\n" ::"r"(dst), "l"(src),"#,
+            r#"16, %2;\n" ::"r"(dst + 4u), "l"(src),"#,
+            s(200, 136, 260),
+        )
+        .by(Catch::Check("misaligned cp.async: a 16-byte copy to")),
+        mutant(
+            "gemm_warptile",
+            "__ldg(reinterpret_cast<const float4*>(p))",
+            "__ldg(reinterpret_cast<const float4*>(p + 1))",
+            s(96, 128, 64),
+        )
+        .arch(610)
+        .by(MISALIGNED),
+        mutant(
+            "gemm_tile2d",
+            "*reinterpret_cast<const float4*>(&As[k * AS_STRIDE + ty * TM + i]);",
+            "*reinterpret_cast<const float4*>(&As[k * AS_STRIDE + ty * TM + i + 1]);",
+            s(96, 128, 64),
+        )
+        .by(MISALIGNED),
+        mutant(
+            "gemm_small_m",
+            "__ldg(reinterpret_cast<const float2*>(row + col[0]))",
+            "__ldg(reinterpret_cast<const float2*>(row + col[0] + 1))",
+            s(8, 128, 64),
+        )
+        .want("VEC", 2)
+        .by(MISALIGNED),
+        mutant(
+            "gemv_thread_row",
+            "const float4* xs4 = reinterpret_cast<const float4*>(xs);",
+            "const float4* xs4 = reinterpret_cast<const float4*>(xs + 1);",
+            s(256, 1, 512),
+        )
+        .want("X_TILE", 256)
+        .by(MISALIGNED),
+        mutant(
+            "gemm_warptile_splitk",
+            r#"::"l"(p), "f"(v.x),"#,
+            r#"::"l"(p + 1), "f"(v.x),"#,
+            s(96, 128, 64),
+        )
+        .by(Catch::Check("misaligned red.global.add.v4")),
+    ]);
+}
+
+/// Every shared array is poisoned when each block starts, not only when first used: blocks
+/// after the first that skip loading x into their static `__shared__` tile (the blocks before
+/// loaded the same x) read the poison, in ascending block order too.
+#[test]
+fn shared_memory_is_poisoned_for_every_block() {
+    if !emulator_ready() {
+        return;
+    }
+    let catalog = Catalog::builtin().unwrap();
+    let m = mutant(
+        "gemv_thread_row",
+        "for (int i = threadIdx.x; i < n; i += BLOCK) xs[i] = __ldg(x + k0 + i);",
+        "if (blockIdx.x == 0) for (int i = threadIdx.x; i < n; i += BLOCK) xs[i] = __ldg(x + k0 + i);",
+        s(1000, 1, 200),
+    )
+    .want("X_TILE", 256);
+    let ascending = Emulation {
+        seed: 0,
+        ..Emulation::new(900)
+    };
+    let report = m.run(&catalog, ascending).unwrap_or_else(|e| panic!("{e}"));
+    println!("{}: {report}", m.label());
+}
+
+/// Blocks run in a shuffled order: a split-K fix-up in which the block of the last split
+/// reduces (assuming the others finished, as they do in ascending order) instead of the block
+/// that counts last passes with seed 0 (ascending) and fails with the default seed and others;
+/// the failure names the seed.
+#[test]
+fn blocks_run_in_a_shuffled_order() {
+    if !emulator_ready() {
+        return;
+    }
+    let catalog = Catalog::builtin().unwrap();
+    let m = mutant(
+        "gemm_warptile_splitk_det",
+        "const int last = __syncthreads_or(tid == 0 && seen == (unsigned)(splits - 1));",
+        "const int last = split == splits - 1;",
+        s(130, 7, 1001),
+    );
+    let (config, mutated) = m.plant(&catalog, Emulation::new(900)).unwrap();
+    let with = |seed| Emulation {
+        seed,
+        ..Emulation::new(900)
+    };
+    check_with(&mutated, &config, m.shape, with(0))
+        .unwrap_or_else(|e| panic!("{} in ascending order: {e}", m.label()));
+    for seed in [emu::DEFAULT_SEED, 2, 3] {
+        let report = caught(check_with(&mutated, &config, m.shape, with(seed)), m.by)
+            .unwrap_or_else(|e| panic!("{} with seed {seed}: {e}", m.label()));
+        assert!(report.contains(&format!("order seed {seed}")), "{report}");
+    }
+}
+
+/// A missing barrier is a race the emulator catches: a block's threads run one at a time, each
+/// until it waits, in a shuffled order, so without the barrier after the tile loads a thread
+/// reads slots others have not yet written (the poison), and without the one after the sums a
+/// thread overwrites the tile others have still to read.
+#[test]
+fn missing_barriers_are_caught() {
+    if !emulator_ready() {
+        return;
+    }
+    let loads = "Bs[ty][tx] = (bk < K && col < N) ? B[(size_t)bk * N + col] : 0.0f;\n        __syncthreads();";
+    let sums = "acc = fmaf(As[ty][k], Bs[k][tx], acc);\n        }\n        __syncthreads();";
+    all_caught(&[
+        mutant(
+            "gemm_tiled",
+            loads,
+            "Bs[ty][tx] = (bk < K && col < N) ? B[(size_t)bk * N + col] : 0.0f;",
+            s(33, 65, 129),
+        ),
+        mutant(
+            "gemm_tiled",
+            sums,
+            "acc = fmaf(As[ty][k], Bs[k][tx], acc);\n        }",
+            s(33, 65, 129),
+        ),
+    ]);
+}
+
+/// The sum of `warp_sum` in the GEMV families, which the mask mutants rewrite.
+const WARP_SUM: &str =
+    "for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o, WIDTH);";
+
+/// Warp-level calls check their masks, naming the kernel: a lane whose mask leaves it out, a
+/// shuffle reading a lane its mask does not name, lanes named in each other's masks with
+/// different masks or at different calls, and a mask naming a lane that has returned.
+#[test]
+fn warp_calls_check_their_masks() {
+    if !emulator_ready() {
+        return;
+    }
+    let row = s(37, 1, 100);
+    let on_row = |to, by| mutant("gemv_warp_row", WARP_SUM, to, row).by(Catch::Check(by));
+    all_caught(&[
+        on_row(
+            "for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu ^ (1u << (threadIdx.x & 31)), v, o, WIDTH);",
+            "which does not include the lane",
+        ),
+        on_row(
+            "for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync((threadIdx.x & 16) ? 0xffff0000u : 0xffffu, v, o, WIDTH);",
+            "does not name",
+        ),
+        on_row(
+            "for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync((threadIdx.x & 16) ? 0xfffffffeu : 0xffffffffu, v, o, WIDTH);",
+            "but lane",
+        ),
+        on_row(
+            "for (int o = WIDTH / 2; o > 0; o >>= 1) v += (threadIdx.x & 31) == 3 ? (float)__ballot_sync(0xffffffffu, 1) : __shfl_xor_sync(0xffffffffu, v, o, WIDTH);",
+            "__ballot_sync with mask 0xffffffff",
+        ),
+        at_warp_row_exit(
+            "if (row >= M || lane == 7) return;",
+            Catch::Check("lane 7, which has exited"),
+        ),
+    ]);
+}
+
+/// The warp-level calls compute what CUDA's do, and masks that name only a lane's group pass:
+/// `warp_sum` rewritten as a shuffle-down sum and a broadcast, as a shuffle-up scan and a
+/// broadcast of its last lane, with each group's own mask, and behind ballot, any, all and
+/// syncwarp checks, gives the same sums on warps (gemv_warp_row) and groups of lanes
+/// (gemv_multi_row_warp, 4 rows a warp: groups of 8 lanes).
+#[test]
+fn warp_calls_compute_what_cuda_does() {
+    if !emulator_ready() {
+        return;
+    }
+    let catalog = Catalog::builtin().unwrap();
+    let rewrites = [
+        "for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o, WIDTH);
+         v = __shfl_sync(0xffffffffu, v, 0, WIDTH);",
+        "for (int o = 1; o < WIDTH; o <<= 1) {
+             const float t = __shfl_up_sync(0xffffffffu, v, o, WIDTH);
+             if ((threadIdx.x & (WIDTH - 1)) >= o) v += t;
+         }
+         v = __shfl_sync(0xffffffffu, v, WIDTH - 1 + 32, WIDTH);",
+        "const unsigned g = WIDTH == 32 ? 0xffffffffu
+             : ((1u << (WIDTH % 32)) - 1u) << ((threadIdx.x & 31) & ~(WIDTH - 1));
+         for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync(g, v, o, WIDTH);",
+        "__syncwarp();
+         if (__ballot_sync(0xffffffffu, threadIdx.x & 1) != 0xaaaaaaaau ||
+             __all_sync(0xffffffffu, threadIdx.x & 1) || !__all_sync(0xffffffffu, 1) ||
+             !__any_sync(0xffffffffu, (threadIdx.x & 31) == 5) || __any_sync(0xffffffffu, 0))
+             v = 1e30f;
+         __syncwarp(0xffffffffu);
+         for (int o = WIDTH / 2; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o, WIDTH);",
+    ];
+    let shape = s(37, 1, 100);
+    let runs: Vec<Mutant> = rewrites
+        .iter()
+        .flat_map(|&to| {
+            [
+                mutant("gemv_warp_row", WARP_SUM, to, shape),
+                mutant("gemv_multi_row_warp", WARP_SUM, to, shape).want("ROW_PER_WARP", 4),
+            ]
+        })
+        .collect();
+    let failures: Vec<String> = runs
+        .par_iter()
+        .filter_map(|m| {
+            let (config, mutated) = match m.plant(&catalog, Emulation::new(900)) {
+                Ok(p) => p,
+                Err(e) => return Some(e),
+            };
+            check(&mutated, &config, m.shape, 900)
+                .err()
+                .map(|e| format!("{}: {e}", m.label()))
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// A mutant is caught only when validation or a check stops its run: one that does not compile
+/// fails the test ("fix the mutant"), as do one that passes, one that crashes without a check's
+/// report, and one stopped by another check than the one it must meet.
+#[test]
+fn a_mutant_is_caught_only_by_validation_or_a_check() {
+    let bad = |f: Failure, want| caught(Err(f), want).unwrap_err();
+    assert!(bad(Failure::Build("g++ failed".into()), Catch::Validation)
+        .contains("does not compile: fix the mutant"));
+    assert!(caught(Ok(()), Catch::Validation)
+        .unwrap_err()
+        .contains("passed"));
+    assert!(bad(Failure::Crash("SIGILL".into()), Catch::Validation).contains("crashed"));
+    assert!(bad(Failure::Validation("off".into()), MISALIGNED).contains("wrong output"));
+    assert!(bad(Failure::Check("AddressSanitizer".into()), MISALIGNED).contains("check"));
+    assert!(caught(
+        Err(Failure::Check("misaligned cp.async".into())),
+        MISALIGNED
+    )
+    .is_ok());
+    assert!(caught(Err(Failure::Validation("off".into())), Catch::Validation).is_ok());
+    if !emulator_ready() {
+        return;
+    }
+    // The real thing: g++'s error is a build failure, a trap without a report a crash.
+    let catalog = Catalog::builtin().unwrap();
+    let on_tiled = |to| mutant("gemm_tiled", "float acc = 0.0f;", to, s(33, 65, 129));
+    let typo = on_tiled("float acc = 0.0f");
+    let err = typo.run(&catalog, Emulation::new(900)).unwrap_err();
+    assert!(err.contains("does not compile: fix the mutant"), "{err}");
+    let trap = on_tiled("float acc = 0.0f; if (blockIdx.x == 1) __builtin_trap();");
+    let err = trap.run(&catalog, Emulation::new(900)).unwrap_err();
+    assert!(err.contains("crashed without a check's report"), "{err}");
 }
