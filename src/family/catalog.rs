@@ -388,7 +388,7 @@ impl fmt::Display for Freshness {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Freshness::Current => "current",
-            Freshness::Stale => "stale (tuned with another version of its template or space)",
+            Freshness::Stale => "stale (tuned with another revision of its family)",
             Freshness::UnknownFamily => "unknown family (not in this build)",
         })
     }

@@ -21,9 +21,9 @@
 //! sample: a change that only affects other configs goes unseen, so bump the revision whenever
 //! a change is meant to alter the kernels.
 //!
-//! NVRTC's PTX of a large kernel varies now and then from run to run (see [`settle`]): the
-//! probes are compiled one at a time, and a family whose PTX differs is compiled again, in
-//! new processes, before the difference counts.
+//! NVRTC's PTX of a large kernel varies now and then from process to process (see
+//! [`settle`]): each probe is compiled in a process of its own, and one whose PTX differs is
+//! compiled again, in new processes, before the difference counts.
 //!
 //! Everything here is pure: compiling the probes is the caller's (`autotune fingerprint`,
 //! hidden, prints the fresh fingerprints of the built-in families for one target).
@@ -392,20 +392,21 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 
 /// How many times [`UPDATE_COMMAND`] compiles each probe, in separate processes, before it
 /// records the most frequent PTX ([`settle`]).
-pub const UPDATE_ATTEMPTS: usize = 3;
+pub const UPDATE_ATTEMPTS: usize = 5;
 
-/// How many times in all the check compiles a family whose PTX differs from the committed
-/// fingerprint, in separate processes, before it reports the difference ([`settle`]).
+/// How many times in all the check compiles a probe whose PTX differs from the committed
+/// fingerprint, each time in a new process, before it reports the difference ([`settle`]).
 pub const CHECK_ATTEMPTS: usize = 5;
 
 /// One fresh fingerprint from several compilations of the same probes (`attempts`, each
 /// compiled in its own process, in order): per probe and target, the committed hash when any
 /// attempt produced it, else the most frequent one (the first seen of equally frequent ones).
 ///
-/// NVRTC's PTX of a large kernel is not a pure function of its source: now and then (measured:
-/// about one run in 16 for some of the largest gemm kernels, more when programs compile
-/// concurrently in one process) its registers are numbered and its instructions ordered
-/// otherwise. A difference that every attempt shows is a change; one that some attempts do not
+/// NVRTC's PTX of a large kernel is not a pure function of its source: now and then its
+/// registers are numbered and its instructions ordered otherwise (measured with NVRTC 13.5:
+/// 1 or 2 processes in 15 for some of the largest gemm kernels compiled alone, none with ASLR
+/// off; most runs when other kernels compiled before or beside them in the process, with NVRTC
+/// 12.9 too). A difference that every attempt shows is a change; one that some attempts do not
 /// is that noise.
 pub fn settle(committed: Option<&Fingerprint>, attempts: &[Fingerprint]) -> Option<Fingerprint> {
     let (first, rest) = attempts.split_first()?;

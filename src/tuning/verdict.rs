@@ -272,7 +272,7 @@ impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Finding::Stale => f.write_str(
-                "stale: the family's template or space changed since it was tuned (checksum differs): re-tune it",
+                "stale: the family's kernels changed since it was tuned (another revision: the checksum differs): re-tune it",
             ),
             Finding::UnknownFamily => f.write_str("unknown family: not in the families verified"),
             Finding::Failed { shape, reason } => write!(

@@ -327,7 +327,7 @@ fn no_committed_entry_is_stale() {
             c.configs
                 .iter()
                 .filter(|k| cat.freshness(&k.family, &k.checksum) != Freshness::Current)
-                .map(move |k| format!("{} coverage {}", c.describe(), k.family))
+                .map(move |k| format!("{}: {}", c.describe(), k.family))
         }))
         .collect();
     assert!(stale.is_empty(), "stale: {stale:#?}");
