@@ -1,5 +1,6 @@
 //! Embeds every kernel template (`templates/*.cu`), the headers they include
-//! (`templates/include/*.cuh`) and every parameter space (`configs/spaces/*.toml`) into the
+//! (`templates/include/*.cuh`), every parameter space (`configs/spaces/*.toml`) and every
+//! family's committed fingerprint (`configs/fingerprints/*.toml`) into the
 //! library, so the binary works from any directory and a new family is picked up without a
 //! code change.
 use std::fmt::Write;
@@ -35,6 +36,7 @@ fn main() {
         ("TEMPLATES", root.join("templates"), "cu"),
         ("INCLUDES", root.join("templates/include"), "cuh"),
         ("SPACES", root.join("configs/spaces"), "toml"),
+        ("FINGERPRINTS", root.join("configs/fingerprints"), "toml"),
     ] {
         println!("cargo:rerun-if-changed={}", dir.display());
         let _ = writeln!(

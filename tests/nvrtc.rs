@@ -14,8 +14,12 @@
 //! `scripts/test.sh` installs both NVRTC wheels and sets the variables. When one is unset or
 //! its directory is missing, the test prints `skipped: <reason>` and passes, unless
 //! `AUTOTUNE_REQUIRE_NVRTC=1` (set in CI), which turns the skip into a failure.
+//!
+//! [`fingerprints`] compares every family's PTX with its committed fingerprint.
 
 mod common;
+#[path = "nvrtc/fingerprints.rs"]
+mod fingerprints;
 
 use autotune::family::catalog::Catalog;
 use autotune::problem::Op;
@@ -24,18 +28,16 @@ use serde_json::Value;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The shapes each op's families are compiled for: a square one, and for gemm shapes with few
-/// rows or few columns, where the GEMV-shaped families (gemm_small_m, gemm_small_n) offer
-/// their spaces (16x2048x16: the one-warp blocks gemm_small_m keeps for K < 32). A kernel's
-/// source does not depend on the shape (but for the full-interface families' layout), so the
-/// dry run compiles each config once, whatever the number of shapes that plan it.
-fn shapes_for(op: Op) -> &'static [&'static str] {
-    match op {
+/// The shapes each op's families are compiled for: those the fingerprints take their probes
+/// on (a square one, and for gemm shapes with few rows or few columns, where the GEMV-shaped
+/// families (gemm_small_m, gemm_small_n) offer their spaces; 16x2048x16: the one-warp blocks
+/// gemm_small_m keeps for K < 32), then other layouts. A kernel's source does not depend on the
+/// shape (but for the full-interface families' layout), so the dry run compiles each config
+/// once, whatever the number of shapes that plan it.
+fn shapes_for(op: Op) -> Vec<&'static str> {
+    let mut shapes = autotune::family::fingerprint::probe_shapes(op).to_vec();
+    shapes.extend_from_slice(match op {
         Op::Gemm => &[
-            "2048x2048x2048",
-            "16x2048x2048",
-            "2048x16x2048",
-            "16x2048x16",
             // The full-interface families compile per layout: TT has the loaders NN lacks (A
             // stored K x M, B stored N x K), so NN and TT compile every copy path.
             "2048x2048x2048:tt:beta",
@@ -44,8 +46,9 @@ fn shapes_for(op: Op) -> &'static [&'static str] {
             // gemm_general's kernels are compiled once (NT would add hundreds more).
             "16x2048x16:tt:beta",
         ],
-        Op::Gemv => &["4096x4096", "4096x4096:t:b4"],
-    }
+        Op::Gemv => &["4096x4096:t:b4"],
+    });
+    shapes
 }
 
 /// Every op that has at least one built-in family, with the names of its families.

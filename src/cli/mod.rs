@@ -4,6 +4,7 @@
 mod advice;
 mod coverage;
 mod databases;
+mod fingerprint;
 mod simulate;
 mod tuning;
 mod verify;
@@ -182,6 +183,11 @@ enum Command {
     /// compare with the recorded time and checksum; exits non-zero when one fails, is stale or
     /// is slower than recorded beyond --max-slowdown.
     Verify(verify::VerifyArgs),
+    /// For developers: compile every built-in family's probes to PTX for one virtual arch and
+    /// print their fingerprints as JSON (tests/nvrtc.rs compares them with
+    /// configs/fingerprints/; see docs/fingerprints.md).
+    #[command(hide = true)]
+    Fingerprint(fingerprint::FingerprintArgs),
     /// Internal: serve a tuning parent over stdin/stdout (started by autotune itself).
     #[command(name = "__worker", hide = true)]
     Worker,
@@ -604,6 +610,7 @@ fn run(args: &Args) -> Result<()> {
         Some(Command::Evaluate(a)) => return coverage::evaluate(a),
         Some(Command::Simulate(a)) => return simulate::run(a),
         Some(Command::Verify(a)) => return verify::verify(a),
+        Some(Command::Fingerprint(a)) => return fingerprint::run(a),
         Some(Command::Worker) => tuning::worker(),
         None => {}
     }

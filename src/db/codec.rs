@@ -72,6 +72,7 @@ pub(super) const ENTRY_FIELDS: &[&str] = &[
     "date",
     "tool_version",
     "checksum",
+    "revision",
     "deterministic",
     "partial",
     "produced_by",

@@ -56,6 +56,7 @@ pub(crate) fn entry(gpu: &str, op: Op, shape: &str, median_ms: f64) -> Entry {
         date: "2026-04-20T12:00:00Z".to_string(),
         tool_version: "0.1.0".to_string(),
         checksum: "ab".repeat(32),
+        revision: None,
         partial: None,
         produced_by: None,
         deterministic: None,

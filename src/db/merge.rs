@@ -62,6 +62,8 @@ pub struct ChecksumUse {
     pub source: String,
     /// The checksum of the family's template and space that its entries record.
     pub checksum: String,
+    /// The family revision the first of them records (`None` before schema version 5).
+    pub revision: Option<u32>,
     /// The entries that record it, as `GPU op shape`.
     pub entries: Vec<String>,
 }
@@ -84,10 +86,12 @@ impl fmt::Display for ChecksumConflict {
             let more = u.entries.len().saturating_sub(shown.len());
             write!(
                 f,
-                "{} {} has checksum {} ({} entr{}: {}{})",
+                "{} {} has checksum {}{} ({} entr{}: {}{})",
                 if i == 0 { "" } else { ";" },
                 u.source,
                 u.checksum,
+                u.revision
+                    .map_or(String::new(), |r| format!(" (revision {r})")),
                 u.entries.len(),
                 if u.entries.len() == 1 { "y" } else { "ies" },
                 shown.join(", "),
@@ -170,6 +174,7 @@ fn checksum_conflicts(inputs: &[(&str, &Database)]) -> Vec<ChecksumConflict> {
                 None => uses.push(ChecksumUse {
                     source: source.to_string(),
                     checksum: e.checksum.clone(),
+                    revision: e.revision,
                     entries: vec![e.describe()],
                 }),
             }

@@ -8,9 +8,10 @@ use std::fmt;
 
 /// The newest file layout this build reads, and the one it writes. Version 2 added
 /// `[[coverage]]` ([`Coverage`]), version 3 [`Entry::deterministic`], version 4 [`Entry::form`]
-/// (layouts, padded leading dimensions, beta, batch); older files (no coverage, no
-/// `deterministic`, no `form`: every entry of the plain form) still load.
-pub const SCHEMA_VERSION: u32 = 4;
+/// (layouts, padded leading dimensions, beta, batch), version 5 [`Entry::revision`]; older
+/// files (no coverage, no `deterministic`, no `form`: every entry of the plain form; no
+/// `revision`) still load.
+pub const SCHEMA_VERSION: u32 = 5;
 
 /// One GPU the database holds results for (key: `name`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -95,8 +96,16 @@ pub struct Entry {
     pub date: String,
     /// The autotune version that produced it.
     pub tool_version: String,
-    /// Hex SHA-256 of the kernel template and search-space text.
+    /// The identity of the family version it was tuned with: its
+    /// [`Family::checksum`](crate::family::catalog::Family::checksum), the checksum of the
+    /// family's committed fingerprint for its revision (for a built-in family), which was the
+    /// hex SHA-256 of the kernel template and search-space text when that revision was
+    /// fingerprinted. The entry is current while it is the family's checksum.
     pub checksum: String,
+    /// The family's `revision` it was tuned with, for humans (freshness compares `checksum`).
+    /// `None` for entries written before schema version 5.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub revision: Option<u32>,
     /// Whether the kernel gives bit-identical outputs on every run (its family's
     /// `deterministic`; `false` for atomic split-K). `None` (unknown) for entries written
     /// before schema version 3: [`Entry::is_deterministic`] asks the family then.

@@ -17,7 +17,17 @@
 //! headers; each is inlined once per source (later directives for it become comments). Only
 //! quoted includes are inlined, unconditionally (they are not preprocessor-aware);
 //! `#include <...>` is left to NVRTC.
+//!
+//! **Identity.** A family's [`Family::checksum`] is what database entries record and are
+//! current against ([`Catalog::freshness`]). A built-in family takes it from its committed
+//! fingerprint (`configs/fingerprints/<family>.toml`, embedded too) for its space's `revision`,
+//! so a refactor that leaves the kernels alone stales nothing ([`crate::family::fingerprint`]);
+//! without a fingerprint for that revision (a bump not yet fingerprinted) it is the content
+//! checksum. A family read from a directory ([`Catalog::from_dir`]) keeps the content checksum,
+//! unless its template and space are byte for byte the built-in family's: then it is that
+//! family, identity included.
 
+use crate::family::fingerprint::{self, Fingerprint, FingerprintError};
 use crate::family::space::{Config, Interface, Launch, Limits, Space, SpaceError};
 use crate::problem::{Op, Shape};
 use sha2::{Digest, Sha256};
@@ -43,6 +53,9 @@ pub enum CatalogError {
     /// A space file is invalid.
     #[error(transparent)]
     Space(#[from] SpaceError),
+    /// A fingerprint file is invalid.
+    #[error(transparent)]
+    Fingerprint(#[from] FingerprintError),
     /// A space names a template that does not exist.
     #[error("space '{family}' names template '{template}', which is not in {dir}: add it or fix the space's `template` field")]
     MissingTemplate {
@@ -88,7 +101,7 @@ pub enum CatalogError {
     },
 }
 
-/// A kernel family: its space, its template source and their checksum.
+/// A kernel family: its space, its template source, their checksum and its identity.
 #[derive(Debug, Clone)]
 pub struct Family {
     /// The parameter space.
@@ -101,10 +114,17 @@ pub struct Family {
     /// The template with its includes inlined between `#line` markers: the text instantiation
     /// prefixes with the parameters. Equal to `template` when `includes` is empty.
     pub inlined: String,
-    /// Hex SHA-256 of the template (with its includes inlined, when it has any) and space
-    /// texts: a database entry whose checksum differs was tuned with another version of the
-    /// family.
+    /// The family's identity, which database entries record: a database entry whose checksum
+    /// differs was tuned with another version of the family. The committed fingerprint's
+    /// checksum when [`Family::fingerprint`] is of the space's revision, else
+    /// [`Family::content_checksum`] (see the module docs).
     pub checksum: String,
+    /// Hex SHA-256 of the template (with its includes inlined, when it has any) and space
+    /// texts.
+    pub content_checksum: String,
+    /// The committed fingerprint of a built-in family (of whatever revision it is: one behind
+    /// the space's after a bump not yet fingerprinted); `None` when there is none.
+    pub fingerprint: Option<Fingerprint>,
 }
 
 /// One instantiated kernel: the source NVRTC compiles and the name to load.
@@ -244,18 +264,26 @@ impl Family {
         h.update(hashed.as_bytes());
         h.update([0u8]);
         h.update(space.source.as_bytes());
-        let checksum = h
-            .finalize()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect::<String>();
+        let content_checksum = fingerprint::hex(&h.finalize());
         Ok(Family {
             space,
             template,
             includes,
             inlined,
-            checksum,
+            checksum: content_checksum.clone(),
+            content_checksum,
+            fingerprint: None,
         })
+    }
+
+    /// The family with its committed fingerprint `fp`, whose checksum becomes its identity
+    /// when `fp` is of the space's revision.
+    pub fn with_fingerprint(mut self, fp: Fingerprint) -> Family {
+        if fp.revision == self.space.revision {
+            self.checksum = fp.checksum.clone();
+        }
+        self.fingerprint = Some(fp);
+        self
     }
 
     /// The family's name.
@@ -360,10 +388,15 @@ impl fmt::Display for Freshness {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(match self {
             Freshness::Current => "current",
-            Freshness::Stale => "stale (tuned with another version of its template or space)",
+            Freshness::Stale => "stale (tuned with another revision of its family)",
             Freshness::UnknownFamily => "unknown family (not in this build)",
         })
     }
+}
+
+/// `configs/fingerprints/<file>`: where a fingerprint file lives, for messages.
+fn fingerprint_path(file: &str) -> String {
+    format!("{}/{file}", fingerprint::DIR)
 }
 
 /// Every known kernel family.
@@ -377,6 +410,7 @@ impl Catalog {
         spaces: Vec<(String, String)>,
         templates: BTreeMap<String, String>,
         headers: BTreeMap<String, String>,
+        mut fingerprints: BTreeMap<String, Fingerprint>,
         dir: &str,
         include_dir: &str,
     ) -> Result<Catalog, CatalogError> {
@@ -393,7 +427,12 @@ impl Catalog {
             if families.iter().any(|f| f.space.name == space.name) {
                 return Err(CatalogError::Duplicate(space.name));
             }
-            families.push(Family::new(space, template, &headers, include_dir)?);
+            let fp = fingerprints.remove(&space.name);
+            let family = Family::new(space, template, &headers, include_dir)?;
+            families.push(match fp {
+                Some(fp) => family.with_fingerprint(fp),
+                None => family,
+            });
         }
         families.sort_by(|a, b| (a.space.op, &a.space.name).cmp(&(b.space.op, &b.space.name)));
         Ok(Catalog { families })
@@ -413,10 +452,24 @@ impl Catalog {
             .iter()
             .map(|(n, t)| (n.to_string(), t.to_string()))
             .collect();
+        let mut fingerprints = BTreeMap::new();
+        for (file, text) in embedded::FINGERPRINTS {
+            let origin = format!("{} (built in)", fingerprint_path(file));
+            let fp = Fingerprint::from_toml_str(text, &origin)?;
+            if file.strip_suffix(".toml") != Some(fp.family.as_str()) {
+                return Err(FingerprintError::WrongFile {
+                    origin,
+                    family: fp.family,
+                }
+                .into());
+            }
+            fingerprints.insert(fp.family.clone(), fp);
+        }
         Self::build(
             spaces,
             templates,
             headers,
+            fingerprints,
             "templates/ (built in)",
             "templates/include/ (built in)",
         )
@@ -458,13 +511,27 @@ impl Catalog {
             .into_iter()
             .map(|(n, t)| (root.join("configs/spaces").join(n).display().to_string(), t))
             .collect();
-        Self::build(
+        let mut catalog = Self::build(
             spaces,
             templates,
             headers,
+            BTreeMap::new(),
             &tdir.display().to_string(),
             &idir.display().to_string(),
-        )
+        )?;
+        // A family identical to a built-in one is that family (see the module docs); the
+        // built-in catalog loads in every build that passed its tests.
+        if let Ok(builtin) = Catalog::builtin() {
+            for f in &mut catalog.families {
+                if let Some(b) = builtin.families.iter().find(|b| {
+                    b.space.name == f.space.name && b.content_checksum == f.content_checksum
+                }) {
+                    f.checksum = b.checksum.clone();
+                    f.fingerprint = b.fingerprint.clone();
+                }
+            }
+        }
+        Ok(catalog)
     }
 
     /// All families, ordered by op then name.
@@ -540,317 +607,4 @@ impl Catalog {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::family::space::Limits;
-    use crate::problem::Shape;
-
-    #[test]
-    fn builtin_catalog_loads_and_instantiates() {
-        let cat = Catalog::builtin().unwrap();
-        assert!(
-            cat.for_op(Op::Gemm).count() >= 2,
-            "two gemm families expected"
-        );
-        let limits = Limits::for_arch(90).unwrap();
-        // A square shape, and shapes with few rows or few columns, a short K and few rows of
-        // the layer call X W^T: the GEMV-shaped and short-K families offer configs only there.
-        let mut shapes: Vec<Shape> = [(64, 64, 64), (8, 64, 64), (64, 8, 64), (64, 64, 4)]
-            .map(|(m, n, k)| Shape::mnk(m, n, k))
-            .to_vec();
-        shapes.push(Shape::parse(Op::Gemm, "8x64x64:nt").unwrap());
-        for fam in cat.families() {
-            let pruned = shapes
-                .iter()
-                .map(|&s| fam.space.prune(s, &limits).unwrap())
-                .find(|p| !p.valid.is_empty());
-            let Some(pruned) = pruned else {
-                panic!("{} has no valid config on {shapes:?}", fam.name());
-            };
-            let src = fam.instantiate(&pruned.valid[0]);
-            assert!(src
-                .code
-                .contains(&format!("#define KERNEL_NAME {}", src.kernel_name)));
-            for (k, v) in &pruned.valid[0].params {
-                assert!(src.code.contains(&format!("#define {k} {v}\n")));
-            }
-            assert!(
-                src.code.contains("KERNEL_NAME("),
-                "template must declare KERNEL_NAME"
-            );
-            assert!(
-                !src.code.contains("#include \""),
-                "{}: includes are inlined",
-                fam.name()
-            );
-            assert_eq!(fam.checksum.len(), 64);
-        }
-    }
-
-    #[test]
-    fn deterministic_only_drops_the_atomic_families_and_refuses_naming_one() {
-        let cat = Catalog::builtin().unwrap();
-        // Atomic accumulation (zero_output) is non-deterministic by default; the rest are
-        // deterministic, the workspace split-K family by its own say.
-        assert_eq!(cat.deterministic("gemm_warptile_splitk"), Some(false));
-        assert_eq!(cat.deterministic("gemv_split_k"), Some(false));
-        assert_eq!(cat.deterministic("gemm_warptile_splitk_det"), Some(true));
-        assert_eq!(cat.deterministic("gemm_warptile"), Some(true));
-        assert_eq!(cat.deterministic("nope"), None);
-        let all = cat.families().len();
-        let det = cat.clone().deterministic_only(&[]).unwrap();
-        assert!(det.families().iter().all(|f| f.space.deterministic));
-        assert_eq!(det.families().len(), all - 2);
-        assert!(det.get("gemm_warptile_splitk").is_err());
-        assert!(det.get("gemm_warptile_splitk_det").is_ok());
-        // Naming a deterministic (or unknown: left to the planner) family is fine.
-        assert!(cat
-            .clone()
-            .deterministic_only(&["gemm_warptile_splitk_det".into(), "nope".into()])
-            .is_ok());
-        let err = cat
-            .deterministic_only(&["gemm_tiled".into(), "gemm_warptile_splitk".into()])
-            .unwrap_err();
-        assert!(
-            matches!(&err, CatalogError::NotDeterministic { family, .. } if family == "gemm_warptile_splitk"),
-            "{err}"
-        );
-        let msg = err.to_string();
-        assert!(
-            msg.contains("'gemm_warptile_splitk'") && msg.contains("gemm_warptile_splitk_det"),
-            "{msg}"
-        );
-    }
-
-    #[test]
-    fn kernel_names_are_unique_within_a_space() {
-        let cat = Catalog::builtin().unwrap();
-        for fam in cat.families() {
-            let mut names: Vec<String> = fam
-                .space
-                .enumerate()
-                .iter()
-                .map(|c| fam.kernel_name(c))
-                .collect();
-            let n = names.len();
-            names.sort();
-            names.dedup();
-            assert_eq!(names.len(), n);
-        }
-    }
-
-    const TOY_SPACE: &str = r#"
-name = "toy"
-op = "gemv"
-template = "toy.cu"
-[params]
-B = [32]
-[launch]
-grid = ["M", "1", "1"]
-block = ["B", "1", "1"]
-"#;
-
-    fn toy(template: &str, headers: &[(&str, &str)]) -> Result<Family, CatalogError> {
-        let space = Space::from_toml_str(TOY_SPACE, "toy.toml").unwrap();
-        let headers = headers
-            .iter()
-            .map(|(n, t)| (n.to_string(), t.to_string()))
-            .collect();
-        Family::new(space, template.to_string(), &headers, "hdrs/")
-    }
-
-    /// The checksum formula before includes existed: template, NUL, space.
-    fn plain_checksum(template: &str, space: &str) -> String {
-        let mut h = Sha256::new();
-        h.update(template.as_bytes());
-        h.update([0u8]);
-        h.update(space.as_bytes());
-        h.finalize().iter().map(|b| format!("{b:02x}")).collect()
-    }
-
-    #[test]
-    fn includes_are_inlined_between_line_markers() {
-        let f = toy(
-            "// toy\n#include \"a.cuh\"  // why\nint k;\n",
-            &[("a.cuh", "int a;\nint b;\n"), ("unused.cuh", "int u;\n")],
-        )
-        .unwrap();
-        assert_eq!(
-            f.inlined,
-            "// toy\n#line 1 \"include/a.cuh\"\nint a;\nint b;\n#line 3 \"toy.cu\"\nint k;\n"
-        );
-        assert_eq!(f.includes, ["a.cuh"]);
-        let code = f.instantiate(&f.space.enumerate()[0]).code;
-        assert!(
-            code.contains(&format!("#line 1 \"toy.cu\"\n{}", f.inlined)),
-            "{code}"
-        );
-        assert!(!code.contains("#include"), "{code}");
-        // A header without a final newline still ends its line before the marker; a template
-        // ending in an include gets the marker too.
-        let f = toy("#include \"a.cuh\"", &[("a.cuh", "int a;")]).unwrap();
-        assert_eq!(
-            f.inlined,
-            "#line 1 \"include/a.cuh\"\nint a;\n#line 2 \"toy.cu\"\n"
-        );
-        // Angle-bracket includes are NVRTC's.
-        let f = toy("#include <cuda_fp16.h>\n", &[]).unwrap();
-        assert_eq!(f.inlined, f.template);
-        assert!(f.includes.is_empty());
-    }
-
-    #[test]
-    fn nested_includes_are_inlined_once() {
-        let f = toy(
-            "#include \"outer.cuh\"\n  #  include \"inner.cuh\"\nint k;\n",
-            &[
-                ("outer.cuh", "// outer\n#include \"inner.cuh\"\nint o;\n"),
-                ("inner.cuh", "int i;\n#include \"outer.cuh\"\n"),
-            ],
-        )
-        .unwrap();
-        let want = [
-            "#line 1 \"include/outer.cuh\"",
-            "// outer",
-            "#line 1 \"include/inner.cuh\"",
-            "int i;",
-            // The cycle back to outer.cuh is cut by the once rule.
-            "// outer.cuh: inlined above",
-            "#line 3 \"include/outer.cuh\"",
-            "int o;",
-            "#line 2 \"toy.cu\"",
-            "// inner.cuh: inlined above",
-            "int k;",
-        ];
-        assert_eq!(f.inlined.lines().collect::<Vec<_>>(), want);
-        assert!(!f.inlined.contains("#include"));
-        assert_eq!(f.includes, ["outer.cuh", "inner.cuh"]);
-    }
-
-    #[test]
-    fn a_missing_include_names_the_family_and_the_header() {
-        let err = toy(
-            "int k;\n#include \"a.cuh\"\n",
-            &[("a.cuh", "\n\n#include \"gone.cuh\"\n")],
-        )
-        .unwrap_err();
-        match &err {
-            CatalogError::MissingInclude {
-                family,
-                include,
-                file,
-                line,
-                dir,
-            } => {
-                assert_eq!(
-                    (family.as_str(), include.as_str(), file.as_str(), *line),
-                    ("toy", "gone.cuh", "include/a.cuh", 3)
-                );
-                assert_eq!(dir, "hdrs/");
-            }
-            other => panic!("{other}"),
-        }
-        let msg = err.to_string();
-        assert!(
-            msg.contains("'toy'") && msg.contains("\"gone.cuh\"") && msg.contains("hdrs/"),
-            "{msg}"
-        );
-    }
-
-    #[test]
-    fn checksum_covers_includes_and_is_unchanged_without_them() {
-        let t = "#include \"a.cuh\"\nint k;\n";
-        let one = toy(t, &[("a.cuh", "int a;\n")]).unwrap();
-        let two = toy(t, &[("a.cuh", "int a2;\n")]).unwrap();
-        assert_ne!(one.checksum, two.checksum, "an include's text is covered");
-        assert_eq!(
-            one.checksum,
-            toy(t, &[("a.cuh", "int a;\n"), ("b.cuh", "x")])
-                .unwrap()
-                .checksum,
-            "headers the template does not include are not"
-        );
-
-        // Without includes: the formula from before includes existed, whatever the headers,
-        // and byte for byte the same instantiated source.
-        let plain = "int k;\n";
-        let f = toy(plain, &[("a.cuh", "int a;\n")]).unwrap();
-        assert_eq!(f.checksum, plain_checksum(plain, TOY_SPACE));
-        assert!(f
-            .instantiate(&f.space.enumerate()[0])
-            .code
-            .ends_with("#line 1\nint k;\n"));
-        let cat = Catalog::builtin().unwrap();
-        for fam in cat.families().iter().filter(|f| f.includes.is_empty()) {
-            assert_eq!(
-                fam.checksum,
-                plain_checksum(&fam.template, &fam.space.source),
-                "{}",
-                fam.name()
-            );
-        }
-        // The tile gemm templates share no header: their checksums (and database entries)
-        // keep. (The GEMV-shaped gemm families came after includes and use the gemv helpers.)
-        for name in [
-            "gemm_tiled",
-            "gemm_tile2d",
-            "gemm_warptile",
-            "gemm_warptile_splitk",
-        ] {
-            assert!(cat.get(name).unwrap().includes.is_empty(), "{name}");
-        }
-        assert!(cat.for_op(Op::Gemv).all(|f| !f.includes.is_empty()));
-    }
-
-    #[test]
-    fn from_dir_matches_builtin_and_reports_missing_template() {
-        let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-        let disk = Catalog::from_dir(root).unwrap();
-        let builtin = Catalog::builtin().unwrap();
-        let sums = |c: &Catalog| {
-            c.families()
-                .iter()
-                .map(|f| f.checksum.clone())
-                .collect::<Vec<_>>()
-        };
-        assert_eq!(sums(&disk), sums(&builtin));
-
-        let tmp = tempfile::tempdir().unwrap();
-        std::fs::create_dir_all(tmp.path().join("configs/spaces")).unwrap();
-        std::fs::create_dir_all(tmp.path().join("templates")).unwrap();
-        let space = std::fs::read_to_string(root.join("configs/spaces/gemm_tiled.toml")).unwrap();
-        std::fs::write(tmp.path().join("configs/spaces/gemm_tiled.toml"), space).unwrap();
-        let err = Catalog::from_dir(tmp.path()).unwrap_err();
-        assert!(matches!(err, CatalogError::MissingTemplate { .. }), "{err}");
-
-        // Without templates/include/, a template without includes loads, one with includes
-        // names the header and where it was looked for.
-        for name in ["gemm_tiled", "gemv_warp_row"] {
-            let space =
-                std::fs::read_to_string(root.join(format!("configs/spaces/{name}.toml"))).unwrap();
-            std::fs::write(
-                tmp.path().join(format!("configs/spaces/{name}.toml")),
-                space,
-            )
-            .unwrap();
-            std::fs::copy(
-                root.join(format!("templates/{name}.cu")),
-                tmp.path().join(format!("templates/{name}.cu")),
-            )
-            .unwrap();
-        }
-        let err = Catalog::from_dir(tmp.path()).unwrap_err();
-        assert!(
-            matches!(&err, CatalogError::MissingInclude { family, include, .. }
-                if family == "gemv_warp_row" && include == "gemv_common.cuh"),
-            "{err}"
-        );
-        assert!(err.to_string().contains("templates/include"), "{err}");
-        std::fs::remove_file(tmp.path().join("configs/spaces/gemv_warp_row.toml")).unwrap();
-        let cat = Catalog::from_dir(tmp.path()).unwrap();
-        assert_eq!(
-            cat.get("gemm_tiled").unwrap().checksum,
-            builtin.get("gemm_tiled").unwrap().checksum
-        );
-    }
-}
+mod tests;

@@ -1,6 +1,8 @@
 //! Kernel families: the space expression language ([`expr`]), parameter spaces and their
-//! pruning ([`space`]), and the catalog of templates with their instantiation ([`catalog`]).
+//! pruning ([`space`]), the catalog of templates with their instantiation ([`catalog`]), and
+//! the fingerprints that make a family's identity survive a refactor ([`fingerprint`]).
 
 pub mod catalog;
 pub mod expr;
+pub mod fingerprint;
 pub mod space;

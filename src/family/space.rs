@@ -13,6 +13,9 @@
 //! it must be initialised ([`WorkspaceZero`]). Every path that launches a kernel provides it
 //! from the [`Launch`] alone, so a family with a workspace needs no code.
 //!
+//! A space states its **revision** (`revision = N`, 1 when absent): the version of the family's
+//! kernels that database entries are current against (see [`crate::family::fingerprint`]).
+//!
 //! A space is **deterministic** (the same inputs give bit-identical outputs on every run) unless
 //! it says `deterministic = false`, or it accumulates its output with atomics
 //! (`zero_output = true`), which makes it non-deterministic by default and cannot be declared
@@ -113,6 +116,8 @@ struct SpaceFile {
     name: String,
     op: Op,
     template: String,
+    #[serde(default)]
+    revision: Option<u32>,
     #[serde(default)]
     description: String,
     #[serde(default)]
@@ -316,6 +321,10 @@ pub struct Space {
     pub op: Op,
     /// The template file name under `templates/`.
     pub template: String,
+    /// The family's revision (`revision`, 1 when the file gives none): bumped whenever its
+    /// kernels change (their PTX, or the launch the space gives them), so that the database
+    /// entries tuned with the previous revision become stale. See `docs/fingerprints.md`.
+    pub revision: u32,
     /// One line for humans.
     pub description: String,
     /// The raw TOML, for checksums.
@@ -464,6 +473,11 @@ impl Space {
                 "launch.workspace_zero is set but launch.workspace_bytes is not: give the workspace's size, or drop workspace_zero".into(),
             ));
         }
+        if file.revision == Some(0) {
+            return Err(invalid(
+                "revision = 0: revisions start at 1 (give `revision = 1` for a new family)".into(),
+            ));
+        }
         let deterministic = match file.deterministic {
             Some(true) if file.launch.zero_output => {
                 return Err(invalid(
@@ -477,6 +491,8 @@ impl Space {
             name: file.name.clone(),
             op: file.op,
             template: file.template.clone(),
+            // A space without `revision` (written before revisions existed) is revision 1.
+            revision: file.revision.unwrap_or(1),
             description: file.description.clone(),
             source: text.to_string(),
             grid: dim3_exprs(&family, "grid", &file.launch.grid)?,

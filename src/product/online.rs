@@ -75,6 +75,7 @@ pub fn tune_shape(
     let (baseline, baseline_error) = bench.baseline()?;
     let mut results = Vec::new();
     let mut checksums = BTreeMap::new();
+    let mut revisions = BTreeMap::new();
     let mut deterministic = BTreeMap::new();
     let mut best: Option<f64> = None;
     // Compile every candidate at once (NVRTC runs on all cores), then measure in order of
@@ -85,6 +86,7 @@ pub fn tune_shape(
         .filter_map(|config| {
             let family = catalog.get(&config.family).ok()?;
             checksums.insert(family.name().to_string(), family.checksum.clone());
+            revisions.insert(family.name().to_string(), family.space.revision);
             deterministic.insert(family.name().to_string(), family.space.deterministic);
             let kernel = family
                 .kernel(config, shape, &dev.info.limits)
@@ -145,6 +147,7 @@ pub fn tune_shape(
         bench_s: wall_s - compile_s,
         wall_s,
         checksums,
+        revisions,
         deterministic,
         partial: false,
         resumed: 0,

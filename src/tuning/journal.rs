@@ -73,8 +73,8 @@ pub struct CandidateRecord {
     pub kernel: String,
     /// Its parameters.
     pub params: BTreeMap<String, i64>,
-    /// Checksum of the family's template and space when it ran: records of a changed family
-    /// are not reused.
+    /// The family's checksum ([`Family::checksum`](crate::family::catalog::Family::checksum):
+    /// its revision's) when it ran: records of a changed family are not reused.
     pub checksum: String,
     /// Measured, or why not.
     pub outcome: Result<Measured, Failure>,

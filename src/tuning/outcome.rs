@@ -61,6 +61,8 @@ pub struct TuneReport {
     pub wall_s: f64,
     /// Family checksums, by family name.
     pub checksums: BTreeMap<String, String>,
+    /// Family revisions, by family name.
+    pub revisions: BTreeMap<String, u32>,
     /// Whether each family's kernels are deterministic, by family name.
     pub deterministic: BTreeMap<String, bool>,
     /// The search was interrupted before it finished: the winner is the best so far.
@@ -149,6 +151,7 @@ impl TuneReport {
                 .get(&best.family)
                 .cloned()
                 .unwrap_or_default(),
+            revision: self.revisions.get(&best.family).copied(),
             deterministic: self.deterministic.get(&best.family).copied(),
             partial: self.partial.then_some(true),
             produced_by: None,

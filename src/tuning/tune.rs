@@ -296,6 +296,10 @@ pub fn tune(
         .for_op(op)
         .map(|f| (f.name().to_string(), f.checksum.clone()))
         .collect();
+    let revisions = catalog
+        .for_op(op)
+        .map(|f| (f.name().to_string(), f.space.revision))
+        .collect();
     let deterministic = catalog
         .for_op(op)
         .map(|f| (f.name().to_string(), f.space.deterministic))
@@ -315,6 +319,7 @@ pub fn tune(
         bench_s: t_bench.elapsed().as_secs_f64(),
         wall_s: start.elapsed().as_secs_f64(),
         checksums,
+        revisions,
         deterministic,
         partial: searched.interrupted,
         resumed,

@@ -8,8 +8,8 @@
 //! cuBLAS in the same process, and validation on the op's [`edge_shapes`]. A subject fails
 //! ([`Verdict::ok`] is false) when
 //!
-//! * its family's sources changed since it was tuned (stale: the checksum differs) or its
-//!   family is unknown,
+//! * its family's kernels changed since it was tuned (stale: another revision, the checksum
+//!   differs) or its family is unknown,
 //! * a validation failed (wrong result, out-of-bounds write, crash, compile or load error), or
 //! * it runs slower than recorded by more than [`Policy::max_slowdown`]; the slowdown is
 //!   `(now_ms / recorded_ms) / (cublas_now_ms / cublas_recorded_ms)`, the kernel's time
@@ -243,7 +243,7 @@ impl Default for Policy {
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Finding {
-    /// The family's sources changed since the entry was tuned.
+    /// The family's kernels changed since the entry was tuned (another revision).
     Stale,
     /// The catalog has no family of that name.
     UnknownFamily,
@@ -272,7 +272,7 @@ impl std::fmt::Display for Finding {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Finding::Stale => f.write_str(
-                "stale: the family's template or space changed since it was tuned (checksum differs): re-tune it",
+                "stale: the family's kernels changed since it was tuned (another revision: the checksum differs): re-tune it",
             ),
             Finding::UnknownFamily => f.write_str("unknown family: not in the families verified"),
             Finding::Failed { shape, reason } => write!(

@@ -380,6 +380,7 @@ pub fn entry(gpu: &str, op: Op, shape: &str) -> Entry {
         date: "2026-01-01T00:00:00Z".to_string(),
         tool_version: "0.1.0".to_string(),
         checksum: "ab".repeat(32),
+        revision: None,
         partial: None,
         produced_by: None,
         deterministic: None,

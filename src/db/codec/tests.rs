@@ -72,6 +72,7 @@ fn field_order_lists_cover_every_field() {
     let mut e = entry("G", Op::Gemm, "1x2x3", 1.0);
     e.partial = Some(false);
     e.deterministic = Some(true);
+    e.revision = Some(1);
     e.produced_by = Some(producer("h", 0, Some("0/1")));
     e.also_measured = vec![Measurement::of(&e, "other.toml")];
     e.form.beta = true;
@@ -167,7 +168,7 @@ fn deterministic_round_trips_and_older_entries_load_as_unknown() {
     db.entries[0].deterministic = Some(true);
     db.entries[1].deterministic = Some(false);
     let text = db.to_toml_string().unwrap();
-    assert!(text.contains("schema_version = 4\n"), "{text}");
+    assert!(text.contains("schema_version = 5\n"), "{text}");
     // Right after the checksum, a plain key = value line.
     assert!(
         text.contains(&format!(
@@ -187,7 +188,7 @@ fn deterministic_round_trips_and_older_entries_load_as_unknown() {
     let v2 = old
         .to_toml_string()
         .unwrap()
-        .replacen("schema_version = 4", "schema_version = 2", 1);
+        .replacen("schema_version = 5", "schema_version = 2", 1);
     assert!(!v2.contains("deterministic"), "{v2}");
     let db = Database::from_toml_str(&v2, "v2.toml").unwrap();
     assert_eq!(db.schema_version, 2);
@@ -206,7 +207,7 @@ fn deterministic_round_trips_and_older_entries_load_as_unknown() {
     assert!(db
         .to_toml_string()
         .unwrap()
-        .contains("schema_version = 4\n"));
+        .contains("schema_version = 5\n"));
 }
 
 #[test]
@@ -322,7 +323,7 @@ fn coverage_db() -> Database {
 fn coverage_round_trips_byte_for_byte_with_one_point_per_line() {
     let db = coverage_db();
     let text = db.to_toml_string().unwrap();
-    assert!(text.contains("schema_version = 4\n"), "{text}");
+    assert!(text.contains("schema_version = 5\n"), "{text}");
     assert!(
         text.contains("\n[[coverage]]\ngpu = \"NVIDIA H100 80GB HBM3\"\nop = \"gemm\"\n"),
         "{text}"
@@ -411,6 +412,13 @@ fn the_shipped_database_saves_byte_for_byte() {
     assert!(db.coverage.iter().any(|c| c.form.is_plain()));
     // The H100's NT grid (the layer call) ships beside the plain ones, and re-saves as read.
     assert!(db.coverage.iter().any(|c| !c.form.is_plain()));
+    // Saved by an older build, it is written at this build's schema version: nothing else
+    // changes.
+    let text = text.replacen(
+        &format!("schema_version = {}\n", db.schema_version),
+        &format!("schema_version = {SCHEMA_VERSION}\n"),
+        1,
+    );
     assert_eq!(db.to_toml_string().unwrap(), text);
 }
 
@@ -492,4 +500,31 @@ fn inconsistent_content_is_rejected() {
     assert_ne!(nan, good);
     let err = Database::from_toml_str(&nan, "db.toml").unwrap_err();
     assert!(err.to_string().contains("median_ms"), "{err}");
+}
+
+#[test]
+fn revision_round_trips_after_the_checksum_and_older_entries_load_without() {
+    let mut db = sample_db();
+    db.entries[0].revision = Some(3);
+    let text = db.to_toml_string().unwrap();
+    assert!(
+        text.contains(&format!(
+            "checksum = \"{}\"\nrevision = 3\n",
+            "ab".repeat(32)
+        )),
+        "{text}"
+    );
+    assert_eq!(text.matches("\nrevision = ").count(), 1, "{text}");
+    let back = Database::from_toml_str(&text, "new.toml").unwrap();
+    assert_eq!(back, db);
+    // A version 4 file (written before revisions were recorded) loads with none.
+    let v4 = sample_db().to_toml_string().unwrap().replacen(
+        "schema_version = 5",
+        "schema_version = 4",
+        1,
+    );
+    assert!(!v4.contains("revision"), "{v4}");
+    let old = Database::from_toml_str(&v4, "v4.toml").unwrap();
+    assert_eq!(old.schema_version, 4);
+    assert!(old.entries.iter().all(|e| e.revision.is_none()));
 }

@@ -208,6 +208,21 @@ fn merge_refuses_mixed_checksums_and_schemas_and_changes_nothing() {
         assert!(msg.contains(needle), "{needle:?} missing from: {msg}");
     }
     assert!(!msg.contains("--"), "the library names no option: {msg}");
+    assert!(!msg.contains("revision"), "no revision recorded: {msg}");
+    // Entries that record their family revision name it, so the reader sees which is newer.
+    let (mut a2, mut b2) = (a.clone(), b.clone());
+    a2.entries.iter_mut().for_each(|e| e.revision = Some(1));
+    b2.entries.iter_mut().for_each(|e| e.revision = Some(2));
+    let msg = a2
+        .merge("a.toml", b2, "b.toml", MergeOptions::default())
+        .unwrap_err()
+        .to_string();
+    for needle in [
+        format!("a.toml has checksum {} (revision 1)", "ab".repeat(32)),
+        format!("b.toml has checksum {} (revision 2)", "cd".repeat(32)),
+    ] {
+        assert!(msg.contains(&needle), "{needle:?} missing from: {msg}");
+    }
     // Allowed on request: merged, and the report says which families were mixed.
     let r = a
         .merge(

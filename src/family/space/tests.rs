@@ -85,6 +85,28 @@ fn rejects_bad_files() {
 }
 
 #[test]
+fn revision_defaults_to_1_and_starts_there() {
+    assert_eq!(Space::from_toml_str(SPACE, "t").unwrap().revision, 1);
+    let with = |r: &str| {
+        SPACE.replace(
+            "template = \"toy.cu\"",
+            &format!("template = \"toy.cu\"\nrevision = {r}"),
+        )
+    };
+    assert_eq!(Space::from_toml_str(&with("3"), "t").unwrap().revision, 3);
+    let e = Space::from_toml_str(&with("0"), "t")
+        .unwrap_err()
+        .to_string();
+    assert!(e.contains("'toy'") && e.contains("revision = 1"), "{e}");
+    for bad in ["-1", "\"2\"", "1.5"] {
+        let e = Space::from_toml_str(&with(bad), "t.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("t.toml") && e.contains("revision"), "{bad}: {e}");
+    }
+}
+
+#[test]
 fn the_model_section_is_optional_and_checked() {
     let s = Space::from_toml_str(SPACE, "toy.toml").unwrap();
     let shape = Shape::mnk(64, 64, 8);

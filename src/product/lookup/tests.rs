@@ -51,6 +51,7 @@ pub(crate) fn entry(gpu: &str, op: Op, shape: &str, bm: i64, vs: f64) -> Entry {
         date: "2026-01-01T00:00:00Z".into(),
         tool_version: "0".into(),
         checksum: cat().get("gemm_tile2d").unwrap().checksum.clone(),
+        revision: None,
         partial: None,
         produced_by: None,
         deterministic: None,
