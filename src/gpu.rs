@@ -4,7 +4,6 @@
 //! data: [`crate::cuda::device`] fills a [`DeviceInfo`] from the driver.
 
 use crate::db::GpuRecord;
-use crate::family::space::Limits;
 use std::fmt;
 use std::str::FromStr;
 
@@ -126,6 +125,38 @@ pub fn arch_facts(sm: i64) -> Option<&'static ArchFacts> {
 /// FP32 lanes per SM of `arch`; 128 (every arch since Ada) for one the table does not know.
 pub fn fp32_lanes_per_sm(arch: Arch) -> u32 {
     arch_facts(i64::from(arch.number())).map_or(128, |f| f.fp32_lanes_per_sm)
+}
+
+/// Device limits that pruning and constraints can read. Built from a real device or, for a
+/// dry run, from the arch's documented limits ([`Limits::for_arch`]). The family spaces read
+/// them (`crate::family::space`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Limits {
+    /// Compute capability as `major * 10 + minor` (90 for sm_90).
+    pub sm: i64,
+    /// Most threads one block may have.
+    pub max_threads_per_block: i64,
+    /// Static shared memory one block may declare (48 KiB on every arch so far).
+    pub max_shared_per_block: i64,
+    /// Shared memory one block may use after opting in (dynamic).
+    pub max_shared_per_block_optin: i64,
+    /// 32-bit registers available to one block.
+    pub max_regs_per_block: i64,
+}
+
+impl Limits {
+    /// The documented limits of compute capability `sm` (e.g. 61, 89, 90), for dry runs.
+    /// Returns `None` for an arch this table does not know.
+    pub fn for_arch(sm: i64) -> Option<Limits> {
+        let optin_kib = arch_facts(sm)?.max_shared_optin_kib;
+        Some(Limits {
+            sm,
+            max_threads_per_block: 1024,
+            max_shared_per_block: 48 * 1024,
+            max_shared_per_block_optin: optin_kib * 1024,
+            max_regs_per_block: 65536,
+        })
+    }
 }
 
 /// A GPU the model knows by name: its arch, SM count, boost clock and memory bandwidth

@@ -13,17 +13,17 @@
 //!   validates and times a kernel, the isolating worker process;
 //! - [`measure`]: outcomes, the timing policy and statistics, the reference and tolerance;
 //! - [`search`]: strategies over a space and a budget;
-//! - [`tuning`]: a tuning run end to end, journals, suites, shards, the performance model,
-//!   replay of journals, re-checks, cross-GPU portability;
+//! - [`plan`]: a shape's candidates, the analytic performance model, a run's records;
+//!   [`suite`]: lists of problems in files;
+//! - [`tuning`]: a tuning run end to end, journals, shards, replay of journals, re-checks,
+//!   cross-GPU portability, coverage and its evaluation, verify;
 //! - [`db`]: the tuning database (schema, TOML codec, merge, errors), written through
 //!   [`fileio`] (locked, atomic file writes); [`provenance`] names the machine a result came from;
 //! - [`product`]: what a product links: [`Tuned`], the lookup, the exports;
 //! - [`report`]: tables, charts and GPU comparisons.
 //!
-//! Pure modules (`problem`, `family`, `gpu`, `measure`, `search`, `db`, `fileio`, `provenance`,
-//! `report`, and the pure parts of `tuning`: `plan`, `model`, `journal`, `replay`, `suite`,
-//! `shard`, `recheck`, `outcome`) need
-//! no GPU and no CUDA; `tests/architecture.rs` checks that they import nothing that does.
+//! Pure modules need no GPU and no CUDA: `docs/architecture.md` lists them, and
+//! `tests/architecture.rs` checks that they import nothing that does.
 
 #![warn(missing_docs)]
 
@@ -33,11 +33,13 @@ pub mod family;
 pub mod fileio;
 pub mod gpu;
 pub mod measure;
+pub mod plan;
 pub mod problem;
 pub mod product;
 pub mod provenance;
 pub mod report;
 pub mod search;
+pub mod suite;
 pub mod tuning;
 
 pub use problem::{Op, Shape};

@@ -11,11 +11,11 @@ use autotune::family::expr::Expr;
 use autotune::family::space::Space;
 use autotune::problem::{Op, Shape};
 use autotune::product::lookup;
+use autotune::suite::Suite;
 use autotune::tuning::cover::Grid;
 use autotune::tuning::cross::Portability;
 use autotune::tuning::journal::Recorded;
 use autotune::tuning::shard::Shard;
-use autotune::tuning::suite::Suite;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 

@@ -46,7 +46,7 @@ fn tune_gemm(
     cache: &Cache,
     shape: Shape,
     opts: &TuneOptions,
-) -> autotune::tuning::outcome::TuneReport {
+) -> autotune::plan::outcome::TuneReport {
     tune::tune(
         dev,
         cat,
@@ -368,7 +368,7 @@ fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
         "the 4 finished candidates come from the journal"
     );
     assert_eq!(r.results.len(), 9);
-    let fault = |c: &autotune::tuning::outcome::CandidateResult| c.params["FAULT"];
+    let fault = |c: &autotune::plan::outcome::CandidateResult| c.params["FAULT"];
     for c in &r.results {
         println!(
             "FAULT={} {}: {:?}",
@@ -498,7 +498,7 @@ fn cross_isolates_faulting_winners() {
 #[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
 fn runtime_vendor_guard_online_tuning_and_recording() {
     use autotune::product::online::OnlineTuning;
-    use autotune::tuning::suite::Suite;
+    use autotune::suite::Suite;
     let Some(dev) = device() else { return };
     let cat = Catalog::builtin().unwrap();
     let nvrtc = autotune::cuda::nvrtc::nvrtc_version().unwrap();

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 /// shape (but for the full-interface families' layout), so the dry run compiles each config
 /// once, whatever the number of shapes that plan it.
 fn shapes_for(op: Op) -> Vec<&'static str> {
-    let mut shapes = autotune::family::fingerprint::probe_shapes(op).to_vec();
+    let mut shapes = autotune::family::probe::probe_shapes(op).to_vec();
     shapes.extend_from_slice(match op {
         Op::Gemm => &[
             // The full-interface families compile per layout: TT has the loaders NN lacks (A

@@ -6,8 +6,8 @@ mod common;
 
 use autotune::db::{Database, Entry, MergeOptions, Producer};
 use autotune::problem::{Op, Shape};
+use autotune::suite::Suite;
 use autotune::tuning::shard::{self, Shard};
-use autotune::tuning::suite::Suite;
 use std::collections::BTreeSet;
 
 /// The shapes the CLI says shard `spec` tunes (it prints them before it looks for a GPU).

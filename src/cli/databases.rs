@@ -14,8 +14,8 @@ use autotune::product::export::Format;
 use autotune::report::chart;
 use autotune::report::formats;
 use autotune::report::gpus::{self as cmp, CompareError, Comparison};
+use autotune::suite::Suite;
 use autotune::tuning::cross::{self, CrossOptions, Portability};
-use autotune::tuning::suite::Suite;
 use std::path::{Path, PathBuf};
 
 /// Loads a database that must exist (a missing file is an error here, not an empty database:
@@ -426,7 +426,7 @@ pub(super) fn cross(a: &CrossArgs) -> Result<()> {
         isolation: super::tuning::worker_settings(a.in_process)?,
     };
     let cache = nvrtc::Cache::new();
-    let date = autotune::tuning::outcome::utc_now_rfc3339();
+    let date = autotune::plan::outcome::utc_now_rfc3339();
     let run = cross::run(
         &dev,
         &catalog,

@@ -8,6 +8,7 @@ use anyhow::{bail, Context, Result};
 use autotune::cuda::nvrtc::{self, Target};
 use autotune::family::catalog::{Catalog, Family, Source};
 use autotune::family::fingerprint::{self, Fingerprint};
+use autotune::family::probe;
 use serde::Serialize;
 
 #[derive(Debug, clap::Args)]
@@ -60,11 +61,11 @@ struct FamilyReport {
 
 /// The probes to compile for `family`: its committed ones when its fingerprint is of its
 /// revision (the check compiles the same kernels however the space's lists changed), else
-/// new ones ([`fingerprint::choose_probes`]).
+/// new ones ([`probe::choose_probes`]).
 fn probes(family: &Family) -> Result<Vec<fingerprint::Probe>, fingerprint::FingerprintError> {
     match &family.fingerprint {
         Some(fp) if fp.revision == family.space.revision => Ok(fp.probes.clone()),
-        _ => fingerprint::choose_probes(family),
+        _ => probe::choose_probes(family),
     }
 }
 
@@ -110,7 +111,7 @@ pub(super) fn run(a: &FingerprintArgs) -> Result<()> {
         }
         for (i, p) in probes.iter_mut().enumerate() {
             p.ptx.clear();
-            match fingerprint::probe_kernel(family, p) {
+            match probe::probe_kernel(family, p) {
                 Ok((source, launch)) => {
                     p.launch = launch;
                     if !a.list && a.probe.is_none_or(|n| n == i) {

@@ -21,7 +21,7 @@ use autotune::problem::{Op, Shape};
 use autotune::product::export::{self, Format};
 use autotune::product::lookup;
 use autotune::report;
-use autotune::tuning::suite::Suite;
+use autotune::suite::Suite;
 use clap::Parser;
 use std::path::PathBuf;
 

@@ -8,15 +8,15 @@ use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::{Database, Entry, GpuRecord};
 use autotune::family::catalog::Catalog;
 use autotune::measure::timing::TimingSettings;
+use autotune::plan::outcome::TuneReport;
 use autotune::problem::{Op, Shape};
 use autotune::report;
 use autotune::search;
-use autotune::tuning::outcome::TuneReport;
+use autotune::suite::Suite;
 use autotune::tuning::session::{
     self, Event, Observer, SessionError, SessionOptions, SessionOutcome,
 };
 use autotune::tuning::shard::{self, Shard};
-use autotune::tuning::suite::Suite;
 use autotune::tuning::tune::{self, Phase, Progress, TuneOptions};
 use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::path::PathBuf;

@@ -2,9 +2,9 @@
 //! layouts, leading dimensions, alpha/beta, strided batches, mapped to cuBLAS's column-major
 //! arguments), and the float64 references computed with cuBLAS DGEMM.
 
-use crate::cuda::bench::RunError;
 use crate::cuda::cublas_lib::{Batch, Blas, GemmParams, GemvParams, MathMode, Transpose};
 use crate::cuda::device::{Device, DriverContext};
+use crate::cuda::error::RunError;
 use crate::measure::verify;
 use crate::problem::{Call, Op, Shape};
 use cudarc::driver::{CudaSlice, CudaStream, CudaViewMut};

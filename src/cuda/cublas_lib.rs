@@ -13,8 +13,8 @@
 //! column-major cuBLAS parameters on cudarc buffers, checking each buffer's length against
 //! them first, in plain host-pointer mode (`alpha` and `beta` are values).
 
-use super::bench::RunError;
 use super::dylib::{self, symbol, OpenError};
+use super::error::RunError;
 use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
 use std::ffi::{c_int, c_void};
 use std::sync::{Arc, OnceLock};

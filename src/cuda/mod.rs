@@ -10,6 +10,7 @@ pub mod bench;
 pub mod cublas_lib;
 pub mod device;
 mod dylib;
+pub mod error;
 pub mod isolate;
 pub mod nvrtc;
 pub mod nvrtc_lib;

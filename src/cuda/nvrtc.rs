@@ -77,6 +77,20 @@ pub enum CompileError {
     },
 }
 
+impl From<nvrtc_lib::LoadError> for CompileError {
+    fn from(e: nvrtc_lib::LoadError) -> Self {
+        match e {
+            nvrtc_lib::LoadError::Missing => CompileError::NvrtcMissing,
+            nvrtc_lib::LoadError::Choice { value, tried } => {
+                CompileError::NvrtcChoice { value, tried }
+            }
+            nvrtc_lib::LoadError::Unusable { library, reason } => {
+                CompileError::NvrtcUnusable { library, reason }
+            }
+        }
+    }
+}
+
 /// What NVRTC compiles to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Target {
@@ -493,6 +507,23 @@ impl<'a> Pipeline<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_chosen_library_that_fails_is_an_error_naming_the_variable() {
+        let load = |value: &std::ffi::OsStr| {
+            CompileError::from(nvrtc_lib::load_value(Some(value)).err().unwrap()).to_string()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        for value in super::super::dylib::unloadable_values("nvrtc", dir.path()) {
+            let e = load(value.as_os_str());
+            assert!(
+                e.starts_with(&format!("AUTOTUNE_NVRTC={}: ", value.display())),
+                "{e}"
+            );
+        }
+        let e = load(std::path::Path::new("libnvrtc.so.no-such-version").as_os_str());
+        assert!(e.contains("dynamic loader"), "{e}");
+    }
 
     #[test]
     fn parses_arch_names() {

@@ -13,7 +13,6 @@
 //! pointers, wrapped in safe calls.
 
 use super::dylib::{self, OpenError};
-use super::nvrtc::CompileError;
 use std::ffi::{c_char, c_int, c_void, CStr, CString};
 use std::sync::OnceLock;
 
@@ -75,22 +74,43 @@ pub(crate) struct CallError {
     pub(crate) code: String,
 }
 
-static NVRTC: OnceLock<Result<Nvrtc, CompileError>> = OnceLock::new();
+/// Why libnvrtc could not be loaded (the compiler's error type turns each into its message).
+#[derive(Debug, Clone)]
+pub(crate) enum LoadError {
+    /// No libnvrtc was found.
+    Missing,
+    /// The library [`ENV`] names could not be loaded (no other is tried).
+    Choice {
+        /// The variable's value.
+        value: String,
+        /// What was tried and why it failed.
+        tried: String,
+    },
+    /// The library loaded as NVRTC lacks a function this program calls.
+    Unusable {
+        /// The library that was loaded.
+        library: String,
+        /// What is missing.
+        reason: String,
+    },
+}
+
+static NVRTC: OnceLock<Result<Nvrtc, LoadError>> = OnceLock::new();
 
 /// The process's NVRTC, loaded on first use (see the module documentation for which one).
-pub(crate) fn get() -> Result<&'static Nvrtc, CompileError> {
+pub(crate) fn get() -> Result<&'static Nvrtc, LoadError> {
     NVRTC.get_or_init(load).as_ref().map_err(Clone::clone)
 }
 
-fn load() -> Result<Nvrtc, CompileError> {
+fn load() -> Result<Nvrtc, LoadError> {
     load_value(std::env::var_os(ENV).as_deref())
 }
 
 /// The NVRTC that `value` (the value of [`ENV`]) chooses (see [`super::dylib`]).
-fn load_value(value: Option<&std::ffi::OsStr>) -> Result<Nvrtc, CompileError> {
+pub(crate) fn load_value(value: Option<&std::ffi::OsStr>) -> Result<Nvrtc, LoadError> {
     let opened = dylib::open("nvrtc", value, "nvrtcVersion").map_err(|e| match e {
-        OpenError::NotFound => CompileError::NvrtcMissing,
-        OpenError::Chosen { value, tried } => CompileError::NvrtcChoice { value, tried },
+        OpenError::NotFound => LoadError::Missing,
+        OpenError::Chosen { value, tried } => LoadError::Choice { value, tried },
     })?;
     Nvrtc::from_library(opened.lib, opened.name)
 }
@@ -103,16 +123,16 @@ unsafe fn symbol<T: Copy>(
     lib: &libloading::Library,
     library: &str,
     name: &'static str,
-) -> Result<T, CompileError> {
+) -> Result<T, LoadError> {
     // SAFETY: the caller gives the symbol's true type.
-    unsafe { dylib::symbol(lib, name) }.map_err(|reason| CompileError::NvrtcUnusable {
+    unsafe { dylib::symbol(lib, name) }.map_err(|reason| LoadError::Unusable {
         library: library.to_string(),
         reason,
     })
 }
 
 impl Nvrtc {
-    fn from_library(lib: libloading::Library, library: String) -> Result<Nvrtc, CompileError> {
+    fn from_library(lib: libloading::Library, library: String) -> Result<Nvrtc, LoadError> {
         let l = library.as_str();
         // SAFETY (each lookup): the types are the declarations of nvrtc.h in CUDA 12 and 13
         // (as cudarc's bindings give them), with `nvrtcResult` as its `int`.
@@ -285,31 +305,5 @@ impl Drop for Program<'_> {
     fn drop(&mut self) {
         // SAFETY: created by nvrtcCreateProgram and destroyed only here.
         let _ = unsafe { (self.nvrtc.destroy_program)(&mut self.raw) };
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use std::path::Path;
-
-    #[test]
-    fn a_chosen_library_that_fails_is_an_error_naming_the_variable() {
-        let dir = tempfile::tempdir().unwrap();
-        for value in dylib::unloadable_values("nvrtc", dir.path()) {
-            let e = load_value(Some(value.as_os_str()))
-                .err()
-                .unwrap()
-                .to_string();
-            assert!(
-                e.starts_with(&format!("AUTOTUNE_NVRTC={}: ", value.display())),
-                "{e}"
-            );
-        }
-        let e = load_value(Some(Path::new("libnvrtc.so.no-such-version").as_os_str()))
-            .err()
-            .unwrap()
-            .to_string();
-        assert!(e.contains("dynamic loader"), "{e}");
     }
 }

@@ -55,6 +55,7 @@ pub use error::DbError;
 pub use merge::{
     ChecksumConflict, ChecksumUse, MergeConflict, MergeError, MergeOptions, MergeReport,
 };
+pub use schema::params_label;
 pub use schema::{
     Coverage, CoverageConfig, CoveragePoint, Entry, GpuRecord, Measurement, Producer,
     SCHEMA_VERSION,

@@ -6,6 +6,15 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fmt;
 
+/// `BM=64 BN=128 ...`: a config's parameters as tables, logs and headers show them.
+pub fn params_label(params: &BTreeMap<String, i64>) -> String {
+    params
+        .iter()
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The newest file layout this build reads, and the one it writes. Version 2 added
 /// `[[coverage]]` ([`Coverage`]), version 3 [`Entry::deterministic`], version 4 [`Entry::form`]
 /// (layouts, padded leading dimensions, beta, batch), version 5 [`Entry::revision`]; older
@@ -252,7 +261,7 @@ impl Measurement {
             "{}'s {} {} at {:.4} ms{}",
             self.source,
             self.family,
-            crate::family::space::params_label(&self.params),
+            params_label(&self.params),
             self.median_ms,
             self.produced_by
                 .as_ref()

@@ -21,7 +21,7 @@
 //! (`zero_output = true`), which makes it non-deterministic by default and cannot be declared
 //! deterministic ([`Space::deterministic`]).
 //!
-//! An optional `[model]` section gives the performance model ([`crate::tuning::model`]) figures it
+//! An optional `[model]` section gives the performance model ([`crate::plan::model`]) figures it
 //! cannot derive from the launch geometry (`registers` per thread, `global_bytes` in all,
 //! `bytes_in_flight` per thread), as expressions over the same names; see [`ModelHints`].
 
@@ -61,36 +61,10 @@ pub enum SpaceError {
     },
 }
 
-/// Device limits that pruning and constraints can read. Built from a real device or, for a
-/// dry run, from the arch's documented limits ([`Limits::for_arch`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Limits {
-    /// Compute capability as `major * 10 + minor` (90 for sm_90).
-    pub sm: i64,
-    /// Most threads one block may have.
-    pub max_threads_per_block: i64,
-    /// Static shared memory one block may declare (48 KiB on every arch so far).
-    pub max_shared_per_block: i64,
-    /// Shared memory one block may use after opting in (dynamic).
-    pub max_shared_per_block_optin: i64,
-    /// 32-bit registers available to one block.
-    pub max_regs_per_block: i64,
-}
+pub use crate::gpu::Limits;
 
+/// What constraints and launch expressions read of the device.
 impl Limits {
-    /// The documented limits of compute capability `sm` (e.g. 61, 89, 90), for dry runs.
-    /// Returns `None` for an arch this table does not know.
-    pub fn for_arch(sm: i64) -> Option<Limits> {
-        let optin_kib = crate::gpu::arch_facts(sm)?.max_shared_optin_kib;
-        Some(Limits {
-            sm,
-            max_threads_per_block: 1024,
-            max_shared_per_block: 48 * 1024,
-            max_shared_per_block_optin: optin_kib * 1024,
-            max_regs_per_block: 65536,
-        })
-    }
-
     /// The names and values expressions see.
     pub fn env(&self) -> Env {
         [
@@ -173,7 +147,7 @@ pub fn form_vars(shape: Shape) -> [(&'static str, i64); 4] {
 }
 
 /// The optional `[model]` section: family-specific figures for the performance model
-/// ([`crate::tuning::model`]), as integer expressions over the same names as `[derived]`. Every key is
+/// ([`crate::plan::model`]), as integer expressions over the same names as `[derived]`. Every key is
 /// optional; the model derives a generic default for what is missing.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -266,14 +240,7 @@ pub struct Config {
     pub params: BTreeMap<String, i64>,
 }
 
-/// `BM=64 BN=128 ...`: parameters as tables, logs and headers show them.
-pub fn params_label(params: &BTreeMap<String, i64>) -> String {
-    params
-        .iter()
-        .map(|(k, v)| format!("{k}={v}"))
-        .collect::<Vec<_>>()
-        .join(" ")
-}
+pub use crate::db::params_label;
 
 /// `family BM=64 BN=128 ...`: a config as logs and reports name it.
 pub fn config_label(family: &str, params: &BTreeMap<String, i64>) -> String {

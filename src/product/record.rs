@@ -8,7 +8,7 @@
 //!   ([`Recorder::new`]).
 //!
 //! Each (op, shape) the product calls is added once, in the order of first call, to
-//! `DIR/gemm.toml` or `DIR/gemv.toml`, a suite ([`crate::tuning::suite::Suite`]) to tune on the
+//! `DIR/gemm.toml` or `DIR/gemv.toml`, a suite ([`crate::suite::Suite`]) to tune on the
 //! product's GPU with `autotune --suite DIR/gemm.toml`. The runtime records on its slow path (a
 //! shape's first call); a shape this recorder already recorded costs no file I/O. Recording never
 //! fails a product's call: the runtime logs a [`RecordError`] once and goes on.
@@ -30,7 +30,7 @@
 
 use crate::fileio::{FileError, WriteLock};
 use crate::problem::{Op, Shape, ShapeError};
-use crate::tuning::suite::{Suite, SuiteError};
+use crate::suite::{Suite, SuiteError};
 use std::collections::HashSet;
 use std::ffi::OsStr;
 use std::fmt::Write as _;

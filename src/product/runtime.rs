@@ -622,7 +622,7 @@ impl Tuned {
             });
         let entry = result.and_then(|report| {
             let mut e = report
-                .to_entry(&crate::tuning::outcome::utc_now_rfc3339())
+                .to_entry(&crate::plan::outcome::utc_now_rfc3339())
                 .ok_or_else(|| "no candidate ran".to_string())?;
             e.produced_by = Some(crate::db::Producer {
                 host: crate::provenance::this_host(),
@@ -747,12 +747,11 @@ impl Tuned {
     fn model_ranked(&self, op: Op, shape: Shape) -> Vec<crate::family::space::Config> {
         use crate::search::{family_leaders_first, model_order};
         let limits = &self.info.limits;
-        let Ok((_, planned)) = crate::tuning::plan::plan(&self.catalog, op, shape, limits, &[])
-        else {
+        let Ok((_, planned)) = crate::plan::plan(&self.catalog, op, shape, limits, &[]) else {
             return Vec::new();
         };
-        let machine = crate::tuning::model::Machine::for_device(&self.info);
-        let space = crate::tuning::model::candidates(
+        let machine = crate::plan::model::Machine::for_device(&self.info);
+        let space = crate::plan::model::candidates(
             &self.catalog,
             planned.iter().map(|p| (&p.config, &p.launch)),
             op,

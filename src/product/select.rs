@@ -1,7 +1,7 @@
 //! Choosing a config for a shape nobody tuned, from a coverage run ([`Coverage`]): a portfolio
 //! of configs timed on a grid of shapes beside cuBLAS. Pure: no GPU.
 //!
-//! The prediction is the analytic model ([`crate::tuning::model`]) calibrated by the
+//! The prediction is the analytic model ([`crate::plan::model`]) calibrated by the
 //! measurements. For config `c` the model's estimate (its geometric mean with the roofline,
 //! `b_c(s)`) knows the launch geometry on
 //! shape `s` (tiles, waves, occupancy, split-K), which is what changes abruptly from one shape
@@ -24,8 +24,8 @@ use crate::db::{Coverage, CoverageConfig, GpuRecord};
 use crate::family::catalog::{Catalog, Freshness};
 use crate::family::space::{Config, Limits};
 use crate::gpu::Arch;
+use crate::plan::model::{estimate, Footprint, Machine};
 use crate::problem::{Form, Op, Shape};
-use crate::tuning::model::{estimate, Footprint, Machine};
 use std::str::FromStr;
 
 /// Grid points each prediction interpolates from.

@@ -15,8 +15,8 @@ pub mod table;
 pub use table::{Align, Table};
 
 use crate::family::space::params_label;
+use crate::plan::outcome::{DryRunReport, TuneReport};
 use crate::problem::Op;
-use crate::tuning::outcome::{DryRunReport, TuneReport};
 use std::fmt::Write;
 
 /// The geometric mean of `values`; `None` when there are none or one is not positive (a

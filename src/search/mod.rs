@@ -50,7 +50,7 @@ pub struct Candidate {
     pub family: String,
     /// Its parameter values, by name. Neighbours differ in one of them.
     pub params: BTreeMap<String, i64>,
-    /// The analytic model's estimate of its time in milliseconds ([`crate::tuning::model`]), when
+    /// The analytic model's estimate of its time in milliseconds ([`crate::plan::model`]), when
     /// one could be made. Only its order matters.
     pub estimate_ms: Option<f64>,
 }

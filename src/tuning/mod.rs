@@ -1,7 +1,7 @@
-//! Tuning: one run end to end ([`tune`]), its journal ([`journal`]), suites ([`suite`]) and
-//! shards ([`shard`]), the analytic performance model ([`model`]), offline replay of journals
-//! ([`replay`]), re-checks of a previous winner ([`recheck`]) and cross-GPU portability
-//! ([`cross`]). [`outcome`] holds the results a run hands to reports; [`workload`] draws the
+//! Tuning: one run end to end ([`tune`]), its journal ([`journal`]) and shards ([`shard`]),
+//! offline replay of journals ([`replay`]), re-checks of a previous winner ([`recheck`]) and
+//! cross-GPU portability ([`cross`]). What a run plans and records, and the analytic model, are
+//! in [`crate::plan`], below the product runtime, which uses them too; [`workload`] draws the
 //! untuned shapes `autotune evaluate` measures a database on, and [`rescore`] scores changed
 //! rules against an evaluation's recorded times without a GPU. [`verify`] re-checks what a
 //! database ships (validation on edge shapes, timing against the record, staleness) and
@@ -12,15 +12,11 @@ pub mod cross;
 pub mod evaluate;
 pub mod evaluator;
 pub mod journal;
-pub mod model;
-pub mod outcome;
-pub mod plan;
 pub mod recheck;
 pub mod replay;
 pub mod rescore;
 pub mod session;
 pub mod shard;
-pub mod suite;
 pub mod sweep;
 pub mod tune;
 pub mod verdict;

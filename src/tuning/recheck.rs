@@ -21,7 +21,7 @@
 use crate::db::Entry;
 use crate::family::catalog::Freshness;
 use crate::family::space::config_label;
-use crate::tuning::outcome::{CandidateResult, TuneReport};
+use crate::plan::outcome::{CandidateResult, TuneReport};
 use std::fmt;
 
 /// The largest deviation, in percent, at which two runs agree.
@@ -77,7 +77,7 @@ pub enum Recheck {
 /// Compares the previous winner `previous` (the database entry of the same GPU, op and shape,
 /// written before this run) with this run's `results`; see the module documentation for the
 /// rule. The new winner is the fastest measured result (the first of equals, as
-/// [`crate::tuning::outcome::TuneReport::ranked`] picks it).
+/// [`crate::plan::outcome::TuneReport::ranked`] picks it).
 pub fn recheck(previous: &Entry, results: &[CandidateResult]) -> Recheck {
     let prev = config_label(&previous.family, &previous.params);
     let same = |r: &&CandidateResult| r.family == previous.family && r.params == previous.params;

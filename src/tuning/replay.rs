@@ -8,7 +8,7 @@
 //! 90th percentile over the seeds, also as a share of the space.
 //!
 //! The model-guided strategy needs each candidate's launch geometry: it is rebuilt from the
-//! built-in catalog ([`Catalog::builtin`], [`crate::tuning::plan::plan`]) for the journal's shape and the
+//! built-in catalog ([`Catalog::builtin`], [`crate::plan::plan`]) for the journal's shape and the
 //! limits of its GPU's arch (the journal header's `arch`, else the GPU name in
 //! [`crate::gpu::KNOWN_GPUS`], else `--arch`), matched by family and parameters; records without a
 //! match get no estimate (they come last in the model's order).
@@ -16,12 +16,12 @@
 use crate::family::catalog::Catalog;
 use crate::family::space::{params_label, Limits};
 use crate::gpu::Arch;
+use crate::plan;
+use crate::plan::model::{self, Machine};
 use crate::problem::{Op, Shape};
 use crate::report::Table;
 use crate::search::{self, Candidate, SearchError};
 use crate::tuning::journal::{JournalError, Recorded};
-use crate::tuning::model::{self, Machine};
-use crate::tuning::plan;
 use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt::Write as _;

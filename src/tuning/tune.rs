@@ -10,12 +10,12 @@ use crate::family::space::Limits;
 use crate::gpu::Arch;
 use crate::measure::outcome::{Failure, Measured, Stage};
 use crate::measure::timing::TimingSettings;
+use crate::plan::outcome::{CandidateResult, DryRunFamily, DryRunReport, TuneReport};
+use crate::plan::{plan, PlanError, Planned};
 use crate::problem::{Op, Shape};
 use crate::search::{self, Strategy, Trial};
 use crate::tuning::evaluator::Evaluator;
 use crate::tuning::journal::{self, CandidateRecord, Header, JournalError, Record, Recorded};
-use crate::tuning::outcome::{CandidateResult, DryRunFamily, DryRunReport, TuneReport};
-use crate::tuning::plan::{plan, PlanError, Planned};
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -253,8 +253,8 @@ pub fn tune(
             Ok(time)
         };
         // What the search sees: each candidate's family, parameters and model estimate.
-        let machine = crate::tuning::model::Machine::for_device(&dev.info);
-        let space = crate::tuning::model::candidates(
+        let machine = crate::plan::model::Machine::for_device(&dev.info);
+        let space = crate::plan::model::candidates(
             catalog,
             planned.iter().map(|p| (&p.config, &p.launch)),
             op,

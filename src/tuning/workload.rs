@@ -13,7 +13,7 @@
 
 use crate::problem::{Form, Layout, Op, Shape};
 use crate::search::Rng;
-use crate::tuning::suite::{Suite, SuiteError};
+use crate::suite::{Suite, SuiteError};
 use std::collections::HashSet;
 use std::fmt;
 use std::path::Path;

@@ -4,6 +4,8 @@
 use super::*;
 use crate::db::Database;
 use crate::family::catalog::{Catalog, Freshness};
+use crate::family::probe::{choose_probes, limits, probe_kernel};
+use crate::problem::{Op, Shape};
 use std::path::Path;
 
 /// PTX as NVRTC writes it: a header naming the compiler, comments in the body, a final NUL.

@@ -554,7 +554,7 @@ mod tests {
         let cat = Catalog::builtin().unwrap();
         let limits = Limits::for_arch(90).unwrap();
         let shape = Shape::mnk(2048, 2048, 2048);
-        let (_, planned) = crate::tuning::plan::plan(&cat, Op::Gemm, shape, &limits, &[]).unwrap();
+        let (_, planned) = crate::plan::plan(&cat, Op::Gemm, shape, &limits, &[]).unwrap();
         let space = candidates(
             &cat,
             planned.iter().map(|p| (&p.config, &p.launch)),

@@ -1,5 +1,12 @@
-//! Planning a run: every family of the op (or those named) enumerated, pruned against the
-//! device's limits and instantiated for the shape.
+//! What a tuning run plans and records, below both the tuner and the product runtime (which
+//! plans, predicts and tunes online with the same pieces): the candidates of a shape, every
+//! family of the op (or those named) enumerated, pruned against the device's limits and
+//! instantiated ([`plan`], here); the analytic performance model that ranks and predicts them
+//! ([`model`]); and the records a run hands to reports and the database ([`outcome`]). Pure:
+//! no GPU.
+
+pub mod model;
+pub mod outcome;
 
 use crate::family::catalog::{Catalog, Source};
 use crate::family::space::{Config, Launch, Limits, SpaceError};

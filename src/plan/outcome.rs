@@ -4,8 +4,8 @@
 use crate::db::{Entry, GpuRecord};
 use crate::measure::outcome::{Failure, Measured};
 use crate::measure::timing::Stats;
+use crate::plan::FamilyCount;
 use crate::problem::{Op, Shape};
-use crate::tuning::plan::FamilyCount;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::path::PathBuf;
