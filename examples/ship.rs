@@ -11,7 +11,7 @@
 //! disk cache (`compiled 0` in the last line).
 
 use autotune::cuda::nvrtc;
-use autotune::cuda::{bench, cublas_lib};
+use autotune::cuda::{baseline, cublas_lib, launch};
 use autotune::family::catalog::Catalog;
 use autotune::problem::Layout;
 use autotune::product::desc::{GemmDesc, GemvDesc};
@@ -86,7 +86,7 @@ fn run() -> Res<()> {
     let ctx = Tuned::context(0)?;
     let stream = ctx.default_stream();
     let tuned = Tuned::from_toml_str(&ctx, DB)?;
-    let blas = bench::fp32_blas(&stream)?;
+    let blas = baseline::fp32_blas(&stream)?;
     let l2 = tuned.device().l2_bytes.max(1 << 20) as usize;
     let mut flush = stream.alloc_zeros::<u8>(2 * l2)?;
     println!(
@@ -123,12 +123,12 @@ fn run() -> Res<()> {
         let cublas = time_ms(&ctx, &stream, &mut flush, 20, || {
             match op {
                 Op::Gemm => blas.gemm(
-                    &bench::row_major_gemm(shape, 1.0f32),
+                    &baseline::row_major_gemm(shape, 1.0f32),
                     &b,
                     &a,
                     &mut reference,
                 )?,
-                Op::Gemv => blas.sgemv(&bench::row_major_gemv(shape), &a, &b, &mut reference)?,
+                Op::Gemv => blas.sgemv(&baseline::row_major_gemv(shape), &a, &b, &mut reference)?,
             }
             Ok(())
         })?;
@@ -217,7 +217,7 @@ fn run() -> Res<()> {
             Ok(())
         };
         let cublas_into = |c: &mut CudaSlice<f32>| -> Res<()> {
-            bench::cublas_call(&blas, *op, shape, &call, &a, &b, &mut c.as_view_mut())?;
+            baseline::cublas_call(&blas, *op, shape, &call, &a, &b, &mut c.as_view_mut())?;
             Ok(())
         };
         // One call each on the same old C: the results compared.
@@ -265,7 +265,7 @@ fn run() -> Res<()> {
         .launch(&config, shape, &tuned.device().limits)?;
     let source = family.instantiate(&config);
     let compiled = nvrtc::compile(&source, tuned.device().arch)?;
-    let func = bench::load_function(
+    let func = launch::load_function(
         &ctx,
         &compiled.cubin,
         &source.kernel_name,

@@ -994,7 +994,7 @@ fn launch_twice(
     da: &cudarc::driver::CudaSlice<f32>,
     db: &cudarc::driver::CudaSlice<f32>,
 ) -> (Vec<f32>, Vec<f32>) {
-    use autotune::cuda::bench;
+    use autotune::cuda::launch;
     let s = &dev.stream;
     let len = shape.m as usize * shape.n as usize;
     let poison = vec![f32::NAN; len];
@@ -1006,7 +1006,7 @@ fn launch_twice(
     };
     let kern = fam.kernel(&config, shape, &dev.info.limits).unwrap();
     let compiled = autotune::cuda::nvrtc::compile(&kern.source, dev.info.arch).unwrap();
-    let func = bench::load_function(
+    let func = launch::load_function(
         &dev.ctx,
         &compiled.cubin,
         &compiled.kernel_name,
@@ -1019,7 +1019,7 @@ fn launch_twice(
         s.memcpy_htod(&poison, &mut out).unwrap();
         let mut view = ws.as_view_mut();
         let workspace = kern.launch.workspace_bytes.map(|_| &mut view);
-        bench::launch(
+        launch::launch(
             s,
             &func,
             kern.launch,

@@ -24,10 +24,10 @@
 //! # Ok(()) }
 //! ```
 
-use crate::cuda::bench;
 use crate::cuda::cublas_lib::Blas;
 use crate::cuda::device;
 use crate::cuda::nvrtc::{self, DiskCache};
+use crate::cuda::{baseline, launch};
 use crate::db::Database;
 use crate::family::catalog::{Catalog, Kernel};
 use crate::family::space::{Launch, WorkspaceZero};
@@ -429,7 +429,7 @@ impl Tuned {
                     reason,
                 };
                 let Some(bytes) = launch.workspace_bytes else {
-                    return bench::launch(
+                    return launch::launch(
                         stream,
                         func,
                         *launch,
@@ -455,7 +455,7 @@ impl Tuned {
                     shape,
                 )
                 .map_err(fail)?;
-                bench::launch(
+                launch::launch(
                     stream,
                     func,
                     *launch,
@@ -509,7 +509,7 @@ impl Tuned {
         // only redirects where cuBLAS enqueues.
         blas.set_stream(stream.clone())
             .map_err(|e| fail(e.to_string()))?;
-        bench::cublas_call(blas, op, shape, call, a, b, &mut out.as_view_mut()).map_err(fail)
+        baseline::cublas_call(blas, op, shape, call, a, b, &mut out.as_view_mut()).map_err(fail)
     }
 
     /// The runtime's cuBLAS handle, created on first use.
@@ -519,7 +519,7 @@ impl Tuned {
     ) -> Result<std::sync::MutexGuard<'_, Option<Blas>>, String> {
         let mut guard = self.blas.lock().unwrap_or_else(|p| p.into_inner());
         if guard.is_none() {
-            *guard = Some(bench::fp32_blas(stream).map_err(|e| e.to_string())?);
+            *guard = Some(baseline::fp32_blas(stream).map_err(|e| e.to_string())?);
         }
         Ok(guard)
     }
@@ -805,7 +805,7 @@ impl Tuned {
             return Ok(f.clone());
         }
         let compiled = self.compiled(source)?;
-        let func = bench::load_function(
+        let func = launch::load_function(
             &self.ctx,
             &compiled.cubin,
             &source.kernel_name,
