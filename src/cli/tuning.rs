@@ -134,11 +134,27 @@ pub(super) fn run(args: &Args) -> Result<()> {
         let mut failed = 0;
         // One cache for the suite: a kernel's source does not depend on the shape.
         let cache = nvrtc::Cache::new();
+        // And the disk cache tuning runs and the runtime share: a second dry run compiles
+        // nothing.
+        let disk = if args.no_cache {
+            None
+        } else {
+            DiskCache::user_default()
+        };
         for &shape in &shapes {
-            let r = tune::dry_run(&catalog, op, shape, arch, &args.families, &cache, &bars)?;
+            let r = tune::dry_run(
+                &catalog,
+                op,
+                shape,
+                arch,
+                &args.families,
+                &cache,
+                disk.as_ref(),
+                &bars,
+            )?;
             let total: usize = r.families.iter().map(|f| f.compiled + f.failed.len()).sum();
             eprintln!(
-                "{op} {}: {} of {total} kernel(s) compiled by NVRTC now, the rest taken from this run's cache ({:.1} s)",
+                "{op} {}: {} of {total} kernel(s) compiled by NVRTC now, the rest taken from this run's or the disk cache ({:.1} s)",
                 shape.label(op),
                 r.compiled_now,
                 r.wall_s

@@ -16,6 +16,7 @@ use crate::problem::{Op, Shape};
 use crate::search::{self, Strategy, Trial};
 use crate::tuning::evaluator::Evaluator;
 use crate::tuning::journal::{self, CandidateRecord, Header, JournalError, Record, Recorded};
+use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -487,7 +488,9 @@ fn step_message(kernel: &str, outcome: &Result<Measured, Failure>) -> String {
 /// Enumerates, prunes (with the arch's documented limits), instantiates and compiles every
 /// candidate for `target` (a cubin for an arch, or PTX for a virtual arch: `compute_75`).
 /// Needs NVRTC, no GPU. Kernels already in `cache` (from another shape of the same suite: the
-/// source does not depend on the shape) are not compiled again.
+/// source does not depend on the shape) or in `disk` (the compile cache a tuning run and the
+/// runtime share, so a second dry run compiles nothing) are not compiled again.
+#[allow(clippy::too_many_arguments)]
 pub fn dry_run(
     catalog: &Catalog,
     op: Op,
@@ -495,6 +498,7 @@ pub fn dry_run(
     target: impl Into<nvrtc::Target>,
     families: &[String],
     cache: &nvrtc::Cache,
+    disk: Option<&DiskCache>,
     progress: &dyn Progress,
 ) -> Result<DryRunReport, TuneError> {
     let target: nvrtc::Target = target.into();
@@ -507,16 +511,24 @@ pub fn dry_run(
     nvrtc::check_arch(target)?;
     let sources: Vec<Source> = planned.iter().map(|p| p.source.clone()).collect();
     progress.start(Phase::Compile, sources.len() as u64);
-    let hits_before = cache.hits();
-    let compiled = nvrtc::compile_all(&sources, target, cache, &|r| {
-        progress.step(
-            Phase::Compile,
-            match r {
-                Ok(c) => &c.kernel_name,
-                Err(_) => "failed",
-            },
-        )
-    });
+    let caches = nvrtc::Caches {
+        memory: cache,
+        disk: disk.map(|d| (d, nvrtc.as_str())),
+    };
+    let (compiled, fresh): (Vec<nvrtc::Shared>, Vec<bool>) = sources
+        .par_iter()
+        .map(|s| {
+            let (r, fresh) = nvrtc::compile_cached(s, target, caches);
+            progress.step(
+                Phase::Compile,
+                match r.as_ref() {
+                    Ok(c) => &c.kernel_name,
+                    Err(_) => "failed",
+                },
+            );
+            (r, fresh)
+        })
+        .unzip();
     progress.finish(Phase::Compile);
     let families = counts
         .into_iter()
@@ -546,7 +558,7 @@ pub fn dry_run(
         nvrtc,
         nvrtc_library,
         families,
-        compiled_now: sources.len() - (cache.hits() - hits_before),
+        compiled_now: fresh.iter().filter(|f| **f).count(),
         wall_s: start.elapsed().as_secs_f64(),
     })
 }
