@@ -57,19 +57,14 @@ pub(super) struct CoverArgs {
     /// form).
     #[arg(long, default_value = "results/tuning.toml")]
     db: PathBuf,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
     /// Seed of the inputs and the pool searches.
     #[arg(long, default_value_t = 0x5EED, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
     seed: u64,
     /// Only these families (repeatable).
     #[arg(long = "family")]
     families: Vec<String>,
-    /// Run kernels in this process instead of worker processes: faster, but a faulting kernel
-    /// ends the run.
-    #[arg(long)]
-    in_process: bool,
+    #[command(flatten)]
+    run: super::RunArgs,
     /// Do not write the database.
     #[arg(long)]
     no_save: bool,
@@ -140,7 +135,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     if !a.no_save {
         Database::check_writable(&a.db)?;
     }
-    let dev = Device::open(a.device)?;
+    let dev = Device::open(a.run.device)?;
     // Read once before the run: the coverage to extend and the winners that seed the portfolio.
     let before = Database::load(&a.db)?;
     let base = if a.extend {
@@ -182,7 +177,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         portfolio: a.portfolio as usize,
         seeds,
         families: a.families.clone(),
-        isolation: super::tuning::worker_settings(a.in_process)?,
+        isolation: a.run.isolation()?,
         disk_cache: DiskCache::user_default(),
     };
     let cache = nvrtc::Cache::new();
@@ -359,9 +354,6 @@ pub(super) struct EvaluateArgs {
     /// The database a product ships.
     #[arg(long, default_value = "results/tuning.toml")]
     db: PathBuf,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
     /// Also search each shape (model-guided, N evaluations) and time the coverage
     /// portfolio, to report the runtime's regret: its kernel's time over the best found.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -369,9 +361,8 @@ pub(super) struct EvaluateArgs {
     /// Fewer timing samples.
     #[arg(long)]
     quick: bool,
-    /// Run kernels in this process instead of worker processes.
-    #[arg(long)]
-    in_process: bool,
+    #[command(flatten)]
+    run: super::RunArgs,
     /// Write the per-shape table and the summaries as Markdown to this file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -398,7 +389,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
     if let Some(path) = &a.rescore {
         return rescore(a, path, &db, &catalog);
     }
-    let dev = Device::open(a.device)?;
+    let dev = Device::open(a.run.device)?;
     let (op, problems) = match (&a.shapes, a.random) {
         (Some(path), _) => workload::from_suite(path)?,
         (None, Some(count)) => {
@@ -438,7 +429,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
             autotune::measure::timing::TimingSettings::default()
         },
         tune_budget: a.tune_budget.map(|b| b as usize),
-        isolation: super::tuning::worker_settings(a.in_process)?,
+        isolation: a.run.isolation()?,
         disk_cache: DiskCache::user_default(),
     };
     let cache = nvrtc::Cache::new();

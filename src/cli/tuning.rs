@@ -1,13 +1,13 @@
-//! The tuning run: `autotune --shape ...` / `--suite ...`, and the hidden worker subcommand.
+//! The tuning run: `autotune tune --shape ...` / `--suite ...` (also without `tune`), and the
+//! hidden worker subcommand.
 
-use super::Args;
+use super::{RunArgs, TimingArgs};
 use anyhow::{bail, Context, Result};
 use autotune::cuda::cublas_lib;
-use autotune::cuda::isolate::{self, WorkerSettings};
+use autotune::cuda::isolate;
 use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::{Database, Entry, GpuRecord};
 use autotune::family::catalog::Catalog;
-use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
 use autotune::report;
 use autotune::search;
@@ -22,6 +22,114 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// The options of `autotune tune` (and of the bare `autotune --shape ...`).
+#[derive(Debug, clap::Args)]
+pub(super) struct TuneArgs {
+    /// Problem shape: MxNxK for gemm (C = A B), MxK or Mx1xK for gemv (y = A x).
+    #[arg(
+        long,
+        short,
+        required_unless_present = "suite",
+        conflicts_with = "suite",
+        allow_hyphen_values = true,
+        help_heading = "Problem"
+    )]
+    shape: Option<String>,
+    /// Tune every shape of a suite file (e.g. configs/suites/gemv.toml); its `op` applies.
+    #[arg(long, help_heading = "Problem")]
+    suite: Option<PathBuf>,
+    /// Operation: gemm or gemv (default gemm; a suite names its own).
+    #[arg(long, help_heading = "Problem")]
+    op: Option<String>,
+    /// Operand layouts of --shape, row-major convention (first letter A, second B; t =
+    /// stored transposed): nn (default), nt, tn, tt; gemv: n or t (y = A^T x). A suite's
+    /// shapes name their own (e.g. "512x512x64:tn:b32:beta").
+    #[arg(long, requires = "shape", help_heading = "Problem")]
+    layout: Option<String>,
+    /// Strided batch of --shape: this many products in one call (default 1).
+    #[arg(long, requires = "shape", help_heading = "Problem")]
+    batch: Option<u64>,
+    /// Beta of --shape: C = alpha op(A) op(B) + beta C; any non-zero value reads C (tuned with
+    /// beta = 0.5). Default 0.
+    #[arg(long, requires = "shape", help_heading = "Problem")]
+    beta: Option<f64>,
+    /// Padded leading dimensions for --shape (rows rounded up past the next multiple of 64
+    /// floats) instead of packed ones.
+    #[arg(long, requires = "shape", help_heading = "Problem")]
+    padded: bool,
+    /// Search strategy: exhaustive, random, annealing, genetic, model-guided, or auto
+    /// (exhaustive when the valid space has at most 1000 candidates, else model-guided).
+    /// Compare them offline with `autotune simulate`.
+    #[arg(long, default_value = "auto", help_heading = "Search")]
+    strategy: String,
+    /// Evaluate at most N candidates per shape (candidates resumed from a journal count).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Search")]
+    budget: Option<u64>,
+    /// Wall-clock limit per shape, e.g. 60s, 5m, 1h (a plain number is seconds): no candidate
+    /// starts after it, and the best found so far is recorded, marked partial.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration, help_heading = "Search")]
+    time: Option<std::time::Duration>,
+    /// Tune only this family (repeatable); default: every family of the op.
+    #[arg(long = "family", value_name = "NAME", help_heading = "Search")]
+    families: Vec<String>,
+    /// Tune only deterministic families, whose kernels give bit-identical results on every run
+    /// (no atomic accumulation: e.g. gemm_warptile_splitk_det instead of
+    /// gemm_warptile_splitk); the database records which entries are.
+    #[arg(long, help_heading = "Search")]
+    deterministic: bool,
+    /// Read families from this directory (with templates/ and configs/spaces/) instead of the
+    /// ones built into the binary.
+    #[arg(long, value_name = "DIR", help_heading = "Search")]
+    spaces: Option<PathBuf>,
+    #[command(flatten)]
+    timing: TimingArgs,
+    #[command(flatten)]
+    run: RunArgs,
+    /// Tune on several GPUs at once: `0,1` or `all`. A suite's shapes are spread over them
+    /// (balanced by work); each entry records the GPU that produced it.
+    #[arg(long, conflicts_with = "device", help_heading = "Run")]
+    devices: Option<String>,
+    /// Compile every kernel with NVRTC, bypassing the on-disk compile cache
+    /// ($AUTOTUNE_CACHE_DIR, else ~/.cache/autotune) shared with the runtime.
+    #[arg(long, help_heading = "Run")]
+    no_cache: bool,
+    /// Tuning database to update.
+    #[arg(long, default_value = "results/tuning.toml", help_heading = "Database")]
+    db: PathBuf,
+    /// Do not write the database.
+    #[arg(long, help_heading = "Database")]
+    no_save: bool,
+    /// Continue an interrupted run from its journal: finished candidates are not run again.
+    #[arg(long, help_heading = "Database")]
+    resume: bool,
+    /// Where run journals go (default: journal/ next to the database).
+    #[arg(long, help_heading = "Database")]
+    journal_dir: Option<PathBuf>,
+    /// Tune only shard INDEX/COUNT of the suite (e.g. 0/4), writing the database with
+    /// `.shard-INDEX-of-COUNT` before its extension; inside a Slurm job array this is taken
+    /// from SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT. Join shards with `autotune merge`.
+    #[arg(long, help_heading = "Database")]
+    shard: Option<String>,
+    /// Rows of the results table.
+    #[arg(long, default_value_t = 10, help_heading = "Output")]
+    top: usize,
+    /// Print the full report as JSON on stdout instead of the table.
+    #[arg(long, help_heading = "Output")]
+    json: bool,
+    /// Write the suite's summary table (Markdown) to this file as well.
+    #[arg(long, requires = "suite", help_heading = "Output")]
+    summary: Option<PathBuf>,
+    /// Enumerate, prune, instantiate and compile every candidate for --arch without a GPU.
+    /// NVRTC is the library $AUTOTUNE_NVRTC names (a file, or a directory holding
+    /// libnvrtc.so.N), else the libnvrtc the dynamic loader finds (NVRTC 13 before 12).
+    #[arg(long, help_heading = "Dry run (no GPU)")]
+    dry_run: bool,
+    /// Target arch for --dry-run, e.g. sm_90 (H100/H200), sm_89 (RTX 4060), sm_61 (GTX 1080 Ti;
+    /// needs NVRTC 12: AUTOTUNE_NVRTC=/path/to/libnvrtc.so.12).
+    #[arg(long, help_heading = "Dry run (no GPU)")]
+    arch: Option<String>,
+}
 
 /// Ctrl-C once: finish the current candidate, record the best so far (partial) and stop.
 /// Twice: leave at once (the journal keeps what finished).
@@ -50,7 +158,7 @@ pub(super) fn worker() -> ! {
 
 /// `shape` with the form the flags `--layout`, `--batch`, `--beta` and `--padded` give it (each
 /// overrides the shape's own tag).
-fn with_form_args(args: &Args, op: Op, shape: Shape) -> Result<Shape> {
+fn with_form_args(args: &TuneArgs, op: Op, shape: Shape) -> Result<Shape> {
     let form = form_flags(
         op,
         shape.form,
@@ -97,7 +205,7 @@ pub(super) fn form_flags(
 }
 
 /// Tunes the shapes of `--shape` or `--suite` (or compiles them, with `--dry-run`).
-pub(super) fn run(args: &Args) -> Result<()> {
+pub(super) fn run(args: &TuneArgs) -> Result<()> {
     let (op, shapes) = match (&args.suite, &args.shape) {
         (Some(path), _) => {
             let suite = Suite::load(path)?;
@@ -161,7 +269,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
         );
     }
     // An unknown strategy fails before any GPU work.
-    search::by_name(&args.strategy, args.seed)?;
+    search::by_name(&args.strategy, args.timing.seed)?;
 
     // One shard of a suite (Slurm job arrays, several machines) writes its own database.
     let shard = match &args.shard {
@@ -197,7 +305,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
     }
     let devices = parse_devices(args)?;
     let stop = interrupt_flag()?;
-    let isolation = worker_settings(args.in_process)?;
+    let isolation = args.run.isolation()?;
     // Journals live next to the database unless told otherwise; --no-save keeps none.
     let journal_dir = match (&args.journal_dir, args.no_save) {
         (Some(d), _) => Some(d.clone()),
@@ -212,12 +320,8 @@ pub(super) fn run(args: &Args) -> Result<()> {
         bail!("--resume needs a journal: drop --no-save or give --journal-dir");
     }
     let opts = TuneOptions {
-        seed: args.seed,
-        timing: if args.quick {
-            TimingSettings::quick()
-        } else {
-            TimingSettings::default()
-        },
+        seed: args.timing.seed,
+        timing: args.timing.settings(),
         families: args.families.clone(),
         budget: args.budget.map(|b| b as usize),
         isolation,
@@ -236,7 +340,7 @@ pub(super) fn run(args: &Args) -> Result<()> {
         op,
         run: opts,
         strategy: args.strategy.clone(),
-        seed: args.seed,
+        seed: args.timing.seed,
         time_limit: args.time,
         journal_dir,
         db: db_path,
@@ -352,9 +456,9 @@ fn shard_db_path(db: &std::path::Path, sh: Shard) -> PathBuf {
 }
 
 /// The GPUs to use: `--devices 0,1` / `--devices all`, else `--device N`.
-fn parse_devices(args: &Args) -> Result<Vec<usize>> {
+fn parse_devices(args: &TuneArgs) -> Result<Vec<usize>> {
     let Some(list) = &args.devices else {
-        return Ok(vec![args.device]);
+        return Ok(vec![args.run.device]);
     };
     if list.trim() == "all" {
         let n = autotune::cuda::device::device_count()?;
@@ -558,21 +662,11 @@ pub(super) fn catalog(spaces: Option<&std::path::Path>) -> Result<Catalog> {
 
 /// The families a tuning run may use: [`catalog`], only the deterministic ones with
 /// `--deterministic`.
-fn tuning_catalog(args: &Args) -> Result<Catalog> {
+fn tuning_catalog(args: &TuneArgs) -> Result<Catalog> {
     let catalog = catalog(args.spaces.as_deref())?;
     Ok(if args.deterministic {
         catalog.deterministic_only(&args.families)?
     } else {
         catalog
     })
-}
-
-/// Worker processes run this executable (`autotune __worker`); `None` with --in-process.
-pub(super) fn worker_settings(in_process: bool) -> Result<Option<WorkerSettings>> {
-    if in_process {
-        return Ok(None);
-    }
-    let exe = std::env::current_exe()
-        .context("finding this executable to start benchmark workers (or pass --in-process)")?;
-    Ok(Some(WorkerSettings::new(exe)))
 }

@@ -6,7 +6,6 @@ use anyhow::{bail, Context, Result};
 use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc::{self, Target};
 use autotune::db::Database;
-use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
 use autotune::tuning::sweep;
 use autotune::tuning::verdict::{Policy, Report, Subject, DEFAULT_MAX_SLOWDOWN};
@@ -31,9 +30,6 @@ pub(super) struct VerifyArgs {
     /// Only the entries (and, with --space-ends, the space ends) of this family; repeatable.
     #[arg(long)]
     family: Vec<String>,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
     /// An entry fails when it runs more than this many times slower than recorded, relative
     /// to cuBLAS timed in the same process (1.25: 25% slower).
     #[arg(long, default_value_t = DEFAULT_MAX_SLOWDOWN, value_parser = parse_slowdown)]
@@ -53,16 +49,10 @@ pub(super) struct VerifyArgs {
     /// Also validate the first and last config of every family's space on the edge shapes.
     #[arg(long)]
     space_ends: bool,
-    /// Run kernels in this process instead of worker processes (compute-sanitizer needs it):
-    /// a faulting kernel then ends the run.
-    #[arg(long)]
-    in_process: bool,
-    /// Fewer timing samples.
-    #[arg(long)]
-    quick: bool,
-    /// Seed of the inputs.
-    #[arg(long, default_value_t = 0x5EED, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
-    seed: u64,
+    #[command(flatten)]
+    timing: super::TimingArgs,
+    #[command(flatten)]
+    run: super::RunArgs,
     /// Print the report as JSON on stdout instead of the table.
     #[arg(long)]
     json: bool,
@@ -100,7 +90,7 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
     }
     let wanted = |family: &str| a.family.is_empty() || a.family.iter().any(|f| f == family);
     let db = Database::load_existing(&a.db)?;
-    let dev = Device::open(a.device)?;
+    let dev = Device::open(a.run.device)?;
     let gpu = match &a.gpu {
         Some(g) => autotune::report::gpus::resolve_gpu(&db, &a.db.display().to_string(), g)?,
         None => dev.info.name.clone(),
@@ -171,18 +161,14 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
         )),
         None => None,
     };
-    let mut isolation = super::tuning::worker_settings(a.in_process)?;
+    let mut isolation = a.run.isolation()?;
     if let (Some(w), Some(_)) = (isolation.as_mut(), target) {
         // The driver JIT-compiles PTX when a worker loads it: seconds for a large kernel.
         w.floor = w.floor.max(std::time::Duration::from_secs(30));
     }
     let opts = VerifyOptions {
-        seed: a.seed,
-        timing: if a.quick {
-            TimingSettings::quick()
-        } else {
-            TimingSettings::default()
-        },
+        seed: a.timing.seed,
+        timing: a.timing.settings(),
         target,
         edge_only: a.edge_only,
         isolation,
@@ -207,7 +193,7 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
         } else {
             format!("cubins for {target_used}")
         },
-        if a.in_process {
+        if a.run.in_process {
             "in this process"
         } else {
             "in worker processes"
