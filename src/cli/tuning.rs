@@ -6,14 +6,15 @@ use anyhow::{bail, Context, Result};
 use autotune::cuda::cublas_lib;
 use autotune::cuda::isolate;
 use autotune::cuda::nvrtc::{self, DiskCache};
-use autotune::db::{Database, Entry, GpuRecord};
+use autotune::db::Database;
 use autotune::family::catalog::Catalog;
 use autotune::problem::{Op, Shape};
 use autotune::report;
 use autotune::search;
+use autotune::tuning::journal;
 use autotune::tuning::outcome::TuneReport;
 use autotune::tuning::session::{
-    self, Event, Observer, SessionError, SessionOptions, SessionOutcome,
+    self, DevicesOutcome, Event, Observer, SessionError, SessionOptions,
 };
 use autotune::tuning::shard::{self, Shard};
 use autotune::tuning::suite::Suite;
@@ -206,7 +207,55 @@ pub(super) fn form_flags(
 
 /// Tunes the shapes of `--shape` or `--suite` (or compiles them, with `--dry-run`).
 pub(super) fn run(args: &TuneArgs) -> Result<()> {
-    let (op, shapes) = match (&args.suite, &args.shape) {
+    let (op, shapes) = problems(args)?;
+    let catalog = tuning_catalog(args)?;
+    let bars = Bars::new();
+    if args.dry_run {
+        return dry_run(args, &catalog, op, &shapes, &bars);
+    }
+    if args.arch.is_some() {
+        bail!(
+            "--arch only applies with --dry-run: a real run always compiles for the GPU's own arch"
+        );
+    }
+    // An unknown strategy fails before any GPU work.
+    search::by_name(&args.strategy, args.timing.seed)?;
+    // One shard of a suite (Slurm job arrays, several machines) writes its own database.
+    let shard = match &args.shard {
+        Some(text) => Some(Shard::parse(text)?),
+        None => Shard::from_slurm(|k| std::env::var(k).ok())?,
+    };
+    let (shapes, db) = match shard {
+        Some(sh) => (my_shapes(op, &shapes, sh), shard::db_path(&args.db, sh)),
+        None => (shapes, args.db.clone()),
+    };
+    if shapes.is_empty() {
+        eprintln!("nothing to tune in this shard");
+        return Ok(());
+    }
+    // Check the database first: a corrupt or unwritable file stops the run before any GPU
+    // time is spent.
+    if !args.no_save {
+        Database::load(&db)?;
+        Database::check_writable(&db)?;
+    }
+    let devices = parse_devices(args)?;
+    let session = session_options(args, op, db, shard)?;
+    announce_libraries();
+    let printer = Printer {
+        op,
+        bars: &bars,
+        json: args.json,
+        top: args.top,
+    };
+    let cache = nvrtc::Cache::new();
+    let outcome = session::tune_on_devices(&devices, &shapes, &catalog, &cache, &session, &printer);
+    finish(args, op, outcome)
+}
+
+/// The op and shapes of `--suite`, or of `--shape` with its form flags.
+fn problems(args: &TuneArgs) -> Result<(Op, Vec<Shape>)> {
+    Ok(match (&args.suite, &args.shape) {
         (Some(path), _) => {
             let suite = Suite::load(path)?;
             if let Some(op) = &args.op {
@@ -229,105 +278,82 @@ pub(super) fn run(args: &TuneArgs) -> Result<()> {
             )
         }
         (None, None) => bail!("give --shape MxNxK (or MxK for gemv) or --suite FILE"),
-    };
-    let catalog = tuning_catalog(args)?;
-    let bars = Bars::new();
+    })
+}
 
-    if args.dry_run {
-        let Some(arch) = &args.arch else {
-            bail!("--dry-run needs --arch sm_XY (e.g. sm_90 for an H100/H200, sm_61 for a GTX 1080 Ti)");
-        };
-        // compute_XY: PTX for that virtual arch (what `verify --ptx-arch` loads), else a cubin.
-        let arch: nvrtc::Target = arch.parse()?;
-        let mut failed = 0;
-        // One cache for the suite: a kernel's source does not depend on the shape.
-        let cache = nvrtc::Cache::new();
-        for &shape in &shapes {
-            let r = tune::dry_run(&catalog, op, shape, arch, &args.families, &cache, &bars)?;
-            let total: usize = r.families.iter().map(|f| f.compiled + f.failed.len()).sum();
-            eprintln!(
-                "{op} {}: {} of {total} kernel(s) compiled by NVRTC now, the rest taken from this run's cache ({:.1} s)",
-                shape.label(op),
-                r.compiled_now,
-                r.wall_s
-            );
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
-            } else {
-                print!("{}", report::dry_run_table(&r));
-            }
-            failed += r.families.iter().map(|f| f.failed.len()).sum::<usize>();
-        }
-        if failed > 0 {
-            bail!("{failed} config(s) failed to compile for {arch}");
-        }
-        return Ok(());
-    }
-    if args.arch.is_some() {
+/// `--dry-run`: compiles every candidate of `shapes` for `--arch`, no GPU.
+fn dry_run(
+    args: &TuneArgs,
+    catalog: &Catalog,
+    op: Op,
+    shapes: &[Shape],
+    bars: &Bars,
+) -> Result<()> {
+    let Some(arch) = &args.arch else {
         bail!(
-            "--arch only applies with --dry-run: a real run always compiles for the GPU's own arch"
+            "--dry-run needs --arch sm_XY (e.g. sm_90 for an H100/H200, sm_61 for a GTX 1080 Ti)"
         );
-    }
-    // An unknown strategy fails before any GPU work.
-    search::by_name(&args.strategy, args.timing.seed)?;
-
-    // One shard of a suite (Slurm job arrays, several machines) writes its own database.
-    let shard = match &args.shard {
-        Some(text) => Some(Shard::parse(text)?),
-        None => Shard::from_slurm(|k| std::env::var(k).ok())?,
     };
-    let (shapes, db_path) = match shard {
-        Some(sh) => {
-            let mine = shard::select(op, &shapes, sh);
-            eprintln!(
-                "shard {sh}: {} of the {} shape(s): {}",
-                mine.len(),
-                shapes.len(),
-                mine.iter()
-                    .map(|s| s.label(op))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            (mine, shard_db_path(&args.db, sh))
+    // compute_XY: PTX for that virtual arch (what `verify --ptx-arch` loads), else a cubin.
+    let arch: nvrtc::Target = arch.parse()?;
+    let mut failed = 0;
+    // One cache for the suite: a kernel's source does not depend on the shape.
+    let cache = nvrtc::Cache::new();
+    for &shape in shapes {
+        let r = tune::dry_run(catalog, op, shape, arch, &args.families, &cache, bars)?;
+        let total: usize = r.families.iter().map(|f| f.compiled + f.failed.len()).sum();
+        eprintln!(
+            "{op} {}: {} of {total} kernel(s) compiled by NVRTC now, the rest taken from this run's cache ({:.1} s)",
+            shape.label(op),
+            r.compiled_now,
+            r.wall_s
+        );
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            print!("{}", report::dry_run_table(&r));
         }
-        None => (shapes, args.db.clone()),
-    };
-    if shapes.is_empty() {
-        eprintln!("nothing to tune in this shard");
-        return Ok(());
+        failed += r.families.iter().map(|f| f.failed.len()).sum::<usize>();
     }
+    if failed > 0 {
+        bail!("{failed} config(s) failed to compile for {arch}");
+    }
+    Ok(())
+}
 
-    // Check the database first: a corrupt or unwritable file stops the run before any GPU
-    // time is spent.
-    if !args.no_save {
-        Database::load(&db_path)?;
-        Database::check_writable(&db_path)?;
-    }
-    let devices = parse_devices(args)?;
-    let stop = interrupt_flag()?;
-    let isolation = args.run.isolation()?;
-    // Journals live next to the database unless told otherwise; --no-save keeps none.
-    let journal_dir = match (&args.journal_dir, args.no_save) {
-        (Some(d), _) => Some(d.clone()),
-        (None, true) => None,
-        (None, false) => Some(
-            db_path
-                .parent()
-                .map_or_else(|| PathBuf::from("journal"), |p| p.join("journal")),
-        ),
-    };
+/// The shapes of shard `sh`, said on stderr.
+fn my_shapes(op: Op, shapes: &[Shape], sh: Shard) -> Vec<Shape> {
+    let mine = shard::select(op, shapes, sh);
+    let labels: Vec<String> = mine.iter().map(|s| s.label(op)).collect();
+    eprintln!(
+        "shard {sh}: {} of the {} shape(s): {}",
+        mine.len(),
+        shapes.len(),
+        labels.join(", ")
+    );
+    mine
+}
+
+/// What the session does, from the flags: `db` is the database it writes (the shard's).
+fn session_options(
+    args: &TuneArgs,
+    op: Op,
+    db: PathBuf,
+    shard: Option<Shard>,
+) -> Result<SessionOptions> {
+    let journal_dir = journal::dir_for(args.journal_dir.as_deref(), &db, !args.no_save);
     if args.resume && journal_dir.is_none() {
         bail!("--resume needs a journal: drop --no-save or give --journal-dir");
     }
-    let opts = TuneOptions {
+    let run = TuneOptions {
         seed: args.timing.seed,
         timing: args.timing.settings(),
         families: args.families.clone(),
         budget: args.budget.map(|b| b as usize),
-        isolation,
+        isolation: args.run.isolation()?,
         journal: None,
         resume: args.resume,
-        stop: Some(stop.clone()),
+        stop: Some(interrupt_flag()?),
         // Set per shape (--time is a limit for each).
         deadline: None,
         disk_cache: if args.no_cache {
@@ -336,87 +362,36 @@ pub(super) fn run(args: &TuneArgs) -> Result<()> {
             DiskCache::user_default()
         },
     };
-    let session = SessionOptions {
+    Ok(SessionOptions {
         op,
-        run: opts,
+        run,
         strategy: args.strategy.clone(),
         seed: args.timing.seed,
         time_limit: args.time,
         journal_dir,
-        db: db_path,
+        db,
         save: !args.no_save,
         shard,
-    };
-    let printer = Printer {
-        op,
-        bars: &bars,
-        json: args.json,
-        top: args.top,
-    };
-    let cache = nvrtc::Cache::new();
-    // Which NVRTC compiles (AUTOTUNE_NVRTC chooses); when it is missing, tuning says so.
+    })
+}
+
+/// Says which NVRTC compiles (AUTOTUNE_NVRTC chooses) and which cuBLAS is the baseline
+/// (AUTOTUNE_CUBLAS chooses); when one is missing, tuning says so.
+fn announce_libraries() {
     if let Ok(which) = nvrtc::describe() {
         eprintln!("compiling with NVRTC {which}");
     }
-    // Which cuBLAS is the baseline (AUTOTUNE_CUBLAS chooses); when it is missing, the bench
-    // says so.
     if let Ok(which) = cublas_lib::describe() {
         eprintln!("baseline: cuBLAS {which}");
     }
-    let tune_on = |d: usize, part: &[Shape]| {
-        session::tune_shapes(d, part, &catalog, &cache, &session, &printer).map_err(|e| match e {
-            // The database's own error, so that `advise` finds it and adds the --db advice.
-            SessionError::Db(e) => anyhow::Error::from(e),
-            e => anyhow::Error::from(e),
-        })
-    };
-    // The suite's shapes are spread over the GPUs (balanced by work); every GPU shares the
-    // compile caches.
-    let outcomes: Vec<Result<SessionOutcome>> = if devices.len() == 1 {
-        vec![tune_on(devices[0], &shapes)]
-    } else {
-        let parts = shard::balance(op, &shapes, devices.len());
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = devices
-                .iter()
-                .zip(&parts)
-                .filter(|(_, part)| !part.is_empty())
-                .map(|(&d, part)| {
-                    let tune_on = &tune_on;
-                    scope.spawn(move || tune_on(d, part))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a device thread panicked")))
-                })
-                .collect()
-        })
-    };
-    let mut lost = Vec::new();
-    let mut errors = Vec::new();
-    let mut by_gpu: Vec<(GpuRecord, Vec<Entry>)> = Vec::new();
-    for o in outcomes {
-        match o {
-            Ok(o) => {
-                lost.extend(o.lost);
-                if let Some(gpu) = o.gpu {
-                    match by_gpu.iter_mut().find(|(g, _)| g.name == gpu.name) {
-                        Some((_, w)) => w.extend(o.winners),
-                        None => by_gpu.push((gpu, o.winners)),
-                    }
-                }
-            }
-            Err(e) => errors.push(super::advice::advise(e, super::advice::DbArg::Db)),
-        }
-    }
+}
+
+/// Prints a suite's tables (and writes --summary), then fails with the devices' errors or the
+/// shapes nothing validated for.
+fn finish(args: &TuneArgs, op: Op, outcome: DevicesOutcome) -> Result<()> {
     if args.suite.is_some() {
         let mut all_md = String::new();
-        for (gpu, winners) in &mut by_gpu {
-            // Suite order, whichever GPU finished first.
-            winners.sort_by_key(|e| shapes.iter().position(|s| *s == e.shape()));
+        for (gpu, winners) in &outcome.by_gpu {
             let refs: Vec<_> = winners.iter().collect();
             let md = report::suite_markdown(op, gpu, &refs);
             println!("\n{md}");
@@ -428,31 +403,33 @@ pub(super) fn run(args: &TuneArgs) -> Result<()> {
         }
     }
     // The errors keep their types, so that main can add the advice for them.
+    let mut errors: Vec<anyhow::Error> = outcome
+        .errors
+        .into_iter()
+        .map(|e| super::advice::advise(session_error(e), super::advice::DbArg::Db))
+        .collect();
     match errors.len() {
         0 => {}
         1 => return Err(errors.remove(0)),
         _ => return Err(super::advice::DevicesFailed(errors).into()),
     }
-    if !lost.is_empty() {
+    if !outcome.lost.is_empty() {
         bail!(
             "no valid config for {} shape(s): {}",
-            lost.len(),
-            lost.join(", ")
+            outcome.lost.len(),
+            outcome.lost.join(", ")
         );
     }
     Ok(())
 }
 
-/// `tuning.toml` -> `tuning.shard-2-of-8.toml`: each shard writes its own database, joined
-/// afterwards with `autotune merge`.
-fn shard_db_path(db: &std::path::Path, sh: Shard) -> PathBuf {
-    let stem = db
-        .file_stem()
-        .map_or_else(|| "tuning".into(), |s| s.to_string_lossy().into_owned());
-    let ext = db
-        .extension()
-        .map_or_else(|| "toml".into(), |s| s.to_string_lossy().into_owned());
-    db.with_file_name(format!("{stem}.shard-{}-of-{}.{ext}", sh.index, sh.count))
+/// A session's error, the database's own where it is one, so that `advise` finds it and adds
+/// the --db advice.
+fn session_error(e: SessionError) -> anyhow::Error {
+    match e {
+        SessionError::Db(e) => anyhow::Error::from(e),
+        e => anyhow::Error::from(e),
+    }
 }
 
 /// The GPUs to use: `--devices 0,1` / `--devices all`, else `--device N`.
