@@ -15,7 +15,7 @@ use anyhow::{bail, Context, Result};
 use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc;
 use autotune::db::Database;
-use autotune::family::catalog::{Catalog, Source};
+use autotune::family::catalog::Catalog;
 use autotune::gpu::Arch;
 use autotune::problem::{Op, Shape};
 use autotune::product::export::{self, Format};
@@ -430,16 +430,13 @@ fn export(a: &ExportArgs) -> Result<()> {
         let Some(path) = &a.output else {
             bail!("--format cubin writes a binary file: give -o FILE.cubin");
         };
-        let source = family.kernel(&choice.config(), shape, &limits)?.source;
-        nvrtc::check_arch(arch)?;
-        let c = nvrtc::compile(&source, arch)
-            .with_context(|| format!("compiling {} for {arch}", source.kernel_name))?;
+        let c = export::cubin(&choice, family, shape, &limits, arch)?;
         std::fs::write(path, &c.cubin).with_context(|| format!("writing {}", path.display()))?;
         eprintln!(
             "wrote {} ({}, {} for {arch} with NVRTC {}, {} B)",
             path.display(),
             choice.describe(op, shape),
-            source.kernel_name,
+            c.kernel_name,
             nvrtc::describe()?,
             c.cubin.len()
         );
@@ -453,23 +450,12 @@ fn export(a: &ExportArgs) -> Result<()> {
         other => bail!("--format {other} exports the database, not one shape"),
     };
     if a.check_compile {
-        let mut code = match &a.check_with {
+        let prelude = match &a.check_with {
             Some(p) => std::fs::read_to_string(p)
                 .with_context(|| format!("reading --check-with {}", p.display()))?,
             None => String::new(),
         };
-        if !code.is_empty() && !code.ends_with('\n') {
-            code.push('\n');
-        }
-        code.push_str(&text);
-        let source = Source {
-            family: choice.family.clone(),
-            kernel_name: export::helper_name(op, shape),
-            code,
-        };
-        nvrtc::check_arch(arch)?;
-        let c = nvrtc::compile(&source, arch)
-            .context("the exported header does not compile with NVRTC")?;
+        let c = export::check_header(&text, &prelude, &choice.family, op, shape, arch)?;
         eprintln!(
             "the header{} compiles for {arch} with NVRTC {} ({} B cubin, {:.0} ms)",
             if a.check_with.is_some() {

@@ -2,14 +2,13 @@
 //! entries' problems and edge shapes, timing against the record, stale checksums), and exits
 //! non-zero when a kernel fails.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc::{self, Target};
 use autotune::db::Database;
 use autotune::problem::{Op, Shape};
-use autotune::tuning::sweep;
-use autotune::tuning::verdict::{Policy, Report, Subject, DEFAULT_MAX_SLOWDOWN};
-use autotune::tuning::verify::{self, VerifyOptions};
+use autotune::tuning::verdict::{Policy, Report, DEFAULT_MAX_SLOWDOWN};
+use autotune::tuning::verify::{self, Selection, VerifyOptions};
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
@@ -88,68 +87,22 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
     for f in &a.family {
         catalog.get(f)?;
     }
-    let wanted = |family: &str| a.family.is_empty() || a.family.iter().any(|f| f == family);
     let db = Database::load_existing(&a.db)?;
     let dev = Device::open(a.run.device)?;
-    let gpu = match &a.gpu {
-        Some(g) => autotune::report::gpus::resolve_gpu(&db, &a.db.display().to_string(), g)?,
-        None => dev.info.name.clone(),
+    let selection = Selection {
+        gpu: match &a.gpu {
+            Some(g) => autotune::report::gpus::resolve_gpu(&db, &a.db.display().to_string(), g)?,
+            None => dev.info.name.clone(),
+        },
+        op,
+        shape,
+        families: a.family.clone(),
+        space_ends: a.space_ends,
     };
-    let entries: Vec<_> = db
-        .entries
-        .iter()
-        .filter(|e| e.gpu == gpu)
-        .filter(|e| op.is_none_or(|o| e.op == o))
-        .filter(|e| shape.is_none_or(|s| e.shape() == s))
-        .filter(|e| wanted(&e.family))
-        .collect();
-    if entries.is_empty() && !a.space_ends {
-        let have: Vec<String> = db
-            .gpus
-            .iter()
-            .map(|g| {
-                let n = db.entries.iter().filter(|e| e.gpu == g.name).count();
-                format!("'{}' ({n} entries)", g.name)
-            })
-            .collect();
-        bail!(
-            "{} has no entry for '{gpu}'{}{}; it has: {}",
-            a.db.display(),
-            op.map_or(String::new(), |o| format!(", op {o}")),
-            shape.map_or(String::new(), |s| format!(
-                ", shape {}",
-                s.label(op.unwrap_or(Op::Gemm))
-            )),
-            if have.is_empty() {
-                "none".to_string()
-            } else {
-                have.join(", ")
-            }
-        );
-    }
-    let mut subjects: Vec<Subject> = entries
-        .iter()
-        .map(|e| {
-            let current = catalog.get(&e.family).ok().map(|f| f.checksum.as_str());
-            Subject::of_entry(e, current)
-        })
-        .collect();
-    if a.space_ends {
-        for o in [Op::Gemm, Op::Gemv] {
-            if op.is_some_and(|x| x != o) {
-                continue;
-            }
-            for f in catalog.for_op(o).filter(|f| wanted(f.name())) {
-                for c in sweep::family_ends(f, &dev.info.limits)
-                    .with_context(|| format!("pruning the space of {}", f.name()))?
-                {
-                    if !subjects.iter().any(|s| s.config == c) {
-                        subjects.push(Subject::representative(o, c, true));
-                    }
-                }
-            }
-        }
-    }
+    let origin = a.db.display().to_string();
+    let (entries, subjects) =
+        verify::subjects(&db, &origin, &catalog, &selection, &dev.info.limits)?;
+    let gpu = selection.gpu;
     let timing_not_comparable = match target {
         Some(t) => Some(format!(
             "the kernels are PTX for {t}, JIT-compiled by the driver for {} ({}): these are neither the tuned cubins' times nor a {t} GPU's",
@@ -161,27 +114,16 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
         )),
         None => None,
     };
-    let mut isolation = a.run.isolation()?;
-    if let (Some(w), Some(_)) = (isolation.as_mut(), target) {
-        // The driver JIT-compiles PTX when a worker loads it: seconds for a large kernel.
-        w.floor = w.floor.max(std::time::Duration::from_secs(30));
-    }
-    let opts = VerifyOptions {
-        seed: a.timing.seed,
-        timing: a.timing.settings(),
-        target,
-        edge_only: a.edge_only,
-        isolation,
-    };
+    let opts = options(a, target)?;
     let target_used = verify::target(&dev, &opts)?;
     let nvrtc = nvrtc::describe()?;
     let cublas = autotune::cuda::cublas_lib::describe()?;
     eprintln!(
         "verify: {} entr{} of {gpu} in {}{} on {} ({}), device {}; {} with NVRTC {nvrtc}; baseline cuBLAS {cublas}; kernels run {}",
-        entries.len(),
-        if entries.len() == 1 { "y" } else { "ies" },
+        entries,
+        if entries == 1 { "y" } else { "ies" },
         a.db.display(),
-        match subjects.len() - entries.len() {
+        match subjects.len() - entries {
             0 => String::new(),
             n => format!(", and {n} space end(s)"),
         },
@@ -215,8 +157,29 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
         },
         subjects.into_iter().zip(measured).collect(),
     );
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    conclude(&report, a.json)
+}
+
+/// How kernels run and are timed, from the flags; `target`: PTX for --ptx-arch.
+fn options(a: &VerifyArgs, target: Option<Target>) -> Result<VerifyOptions> {
+    let mut isolation = a.run.isolation()?;
+    if let (Some(w), Some(_)) = (isolation.as_mut(), target) {
+        // The driver JIT-compiles PTX when a worker loads it: seconds for a large kernel.
+        w.floor = w.floor.max(std::time::Duration::from_secs(30));
+    }
+    Ok(VerifyOptions {
+        seed: a.timing.seed,
+        timing: a.timing.settings(),
+        target,
+        edge_only: a.edge_only,
+        isolation,
+    })
+}
+
+/// Prints the report (a table, or JSON) and fails when a kernel failed.
+fn conclude(report: &Report, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
     } else {
         print!("{}", report.table().render());
         print!("{}", report.findings_text());
