@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use autotune::cuda::cublas_lib;
 use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc::{self, DiskCache};
-use autotune::db::Database;
+use autotune::db::{Coverage, Database, GpuRecord};
 use autotune::family::catalog::Catalog;
 use autotune::problem::{Form, Op};
 use autotune::product::select::{Holdout, Selector};
@@ -117,20 +117,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     };
     let tags = grid.form.tags(op);
     if a.dry_run {
-        let families = cover::families_for(&catalog, op, &grid.form, &a.families)?;
-        let pool = grid.pool();
-        let shapes = grid.shapes();
-        println!(
-            "cover --dry-run: {op}{tags} grid, {} shapes, {} pool shapes (*); families that compute the form: {}",
-            shapes.len(),
-            pool.len(),
-            families.join(", ")
-        );
-        for s in &shapes {
-            let mark = if pool.contains(s) { " *" } else { "" };
-            println!("  {}{mark}", s.label(op));
-        }
-        return Ok(());
+        return print_grid(&catalog, op, &grid, &a.families);
     }
     if !a.no_save {
         Database::check_writable(&a.db)?;
@@ -193,21 +180,46 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         None => cover::cover(&dev, &catalog, &cache, &grid, &opts, &progress)?,
     };
     eprintln!("cover: measured in {:.1} s", start.elapsed().as_secs_f64());
-    let db = if a.no_save {
+    let db = save(a, rec, cov)?;
+    print_loo(&db, &catalog, &dev.info.name, op, &grid.form)
+}
+
+/// `cover --dry-run`: the grid's shapes (pool shapes marked) and the families that compute
+/// its form.
+fn print_grid(catalog: &Catalog, op: Op, grid: &Grid, only: &[String]) -> Result<()> {
+    let families = cover::families_for(catalog, op, &grid.form, only)?;
+    let pool = grid.pool();
+    let shapes = grid.shapes();
+    println!(
+        "cover --dry-run: {op}{} grid, {} shapes, {} pool shapes (*); families that compute the form: {}",
+        grid.form.tags(op),
+        shapes.len(),
+        pool.len(),
+        families.join(", ")
+    );
+    for s in &shapes {
+        let mark = if pool.contains(s) { " *" } else { "" };
+        println!("  {}{mark}", s.label(op));
+    }
+    Ok(())
+}
+
+/// The database with the GPU's record and its new coverage: written to --db, or (--no-save)
+/// only in memory.
+fn save(a: &CoverArgs, rec: GpuRecord, cov: Coverage) -> Result<Database> {
+    if a.no_save {
         let mut db = Database::load(&a.db)?;
         db.upsert_gpu(rec);
         db.upsert_coverage(cov);
-        db
-    } else {
-        let db = Database::update_file(&a.db, |db| {
-            db.upsert_gpu(rec);
-            db.upsert_coverage(cov);
-            Ok(())
-        })?;
-        eprintln!("cover: saved to {}", a.db.display());
-        db
-    };
-    print_loo(&db, &catalog, &dev.info.name, op, &grid.form)
+        return Ok(db);
+    }
+    let db = Database::update_file(&a.db, |db| {
+        db.upsert_gpu(rec);
+        db.upsert_coverage(cov);
+        Ok(())
+    })?;
+    eprintln!("cover: saved to {}", a.db.display());
+    Ok(db)
 }
 
 /// How often a coverage run saves the points measured so far.

@@ -422,24 +422,7 @@ fn export(a: &ExportArgs) -> Result<()> {
     let choice = lookup::lookup(&db, &catalog, &gpu, Some(&arch.to_string()), op, shape);
     let family = catalog.get(&choice.family)?;
     if format == Format::Cubin {
-        if a.check_compile {
-            bail!(
-                "--check-compile applies to --format cuda-header only (a cubin is compiled anyway)"
-            );
-        }
-        let Some(path) = &a.output else {
-            bail!("--format cubin writes a binary file: give -o FILE.cubin");
-        };
-        let c = export::cubin(&choice, family, shape, &limits, arch)?;
-        std::fs::write(path, &c.cubin).with_context(|| format!("writing {}", path.display()))?;
-        eprintln!(
-            "wrote {} ({}, {} for {arch} with NVRTC {}, {} B)",
-            path.display(),
-            choice.describe(op, shape),
-            c.kernel_name,
-            nvrtc::describe()?,
-            c.cubin.len()
-        );
+        write_cubin(a, &choice, family, op, shape, &limits, arch)?;
         if let Some(w) = warning {
             eprintln!("{w}");
         }
@@ -484,6 +467,35 @@ fn export(a: &ExportArgs) -> Result<()> {
     if let Some(w) = warning {
         eprintln!("{w}");
     }
+    Ok(())
+}
+
+/// `export --format cubin`: the chosen kernel compiled for `arch`, written to --output.
+fn write_cubin(
+    a: &ExportArgs,
+    choice: &lookup::Choice,
+    family: &autotune::family::catalog::Family,
+    op: Op,
+    shape: Shape,
+    limits: &autotune::family::space::Limits,
+    arch: Arch,
+) -> Result<()> {
+    if a.check_compile {
+        bail!("--check-compile applies to --format cuda-header only (a cubin is compiled anyway)");
+    }
+    let Some(path) = &a.output else {
+        bail!("--format cubin writes a binary file: give -o FILE.cubin");
+    };
+    let c = export::cubin(choice, family, shape, limits, arch)?;
+    std::fs::write(path, &c.cubin).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "wrote {} ({}, {} for {arch} with NVRTC {}, {} B)",
+        path.display(),
+        choice.describe(op, shape),
+        c.kernel_name,
+        nvrtc::describe()?,
+        c.cubin.len()
+    );
     Ok(())
 }
 

@@ -103,17 +103,7 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
     let (entries, subjects) =
         verify::subjects(&db, &origin, &catalog, &selection, &dev.info.limits)?;
     let gpu = selection.gpu;
-    let timing_not_comparable = match target {
-        Some(t) => Some(format!(
-            "the kernels are PTX for {t}, JIT-compiled by the driver for {} ({}): these are neither the tuned cubins' times nor a {t} GPU's",
-            dev.info.name, dev.info.arch
-        )),
-        None if gpu != dev.info.name => Some(format!(
-            "the entries are {gpu}'s, the kernels ran on {}",
-            dev.info.name
-        )),
-        None => None,
-    };
+    let timing_not_comparable = not_comparable(target, &gpu, &dev);
     let opts = options(a, target)?;
     let target_used = verify::target(&dev, &opts)?;
     let nvrtc = nvrtc::describe()?;
@@ -158,6 +148,22 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
         subjects.into_iter().zip(measured).collect(),
     );
     conclude(&report, a.json)
+}
+
+/// Why the timings are not judged, if they are not: PTX JIT-compiled for another arch, or
+/// another GPU's entries.
+fn not_comparable(target: Option<Target>, gpu: &str, dev: &Device) -> Option<String> {
+    match target {
+        Some(t) => Some(format!(
+            "the kernels are PTX for {t}, JIT-compiled by the driver for {} ({}): these are neither the tuned cubins' times nor a {t} GPU's",
+            dev.info.name, dev.info.arch
+        )),
+        None if gpu != dev.info.name => Some(format!(
+            "the entries are {gpu}'s, the kernels ran on {}",
+            dev.info.name
+        )),
+        None => None,
+    }
 }
 
 /// How kernels run and are timed, from the flags; `target`: PTX for --ptx-arch.
