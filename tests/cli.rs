@@ -9,11 +9,109 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 #[test]
-fn help_lists_the_main_options() {
-    let r = run(&["--help"]);
-    assert_eq!(r.code, Some(0), "stderr:\n{}", r.stderr);
+fn help_lists_the_commands_and_tune_help_the_tuning_options() {
+    let top = ok(&["--help"]);
+    for cmd in ["tune ", "merge ", "verify ", "autotune tune --help"] {
+        assert!(top.contains(cmd), "--help lacks {cmd}:\n{top}");
+    }
+    let tune = ok(&["tune", "--help"]);
     for opt in ["--shape", "--op", "--db", "--dry-run", "--arch", "--json"] {
-        assert!(r.stdout.contains(opt), "--help lacks {opt}:\n{}", r.stdout);
+        assert!(tune.contains(opt), "tune --help lacks {opt}:\n{tune}");
+    }
+    for heading in [
+        "Problem:",
+        "Search:",
+        "Run:",
+        "Database:",
+        "Output:",
+        "Examples:",
+    ] {
+        assert!(
+            tune.contains(heading),
+            "tune --help lacks {heading}:\n{tune}"
+        );
+    }
+}
+
+/// The visible subcommands, as `autotune --help` lists them (and the hidden `fingerprint`).
+fn subcommands() -> Vec<String> {
+    let top = ok(&["--help"]);
+    let mut names: Vec<String> = top
+        .lines()
+        .skip_while(|l| l.trim() != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.trim().is_empty())
+        .filter_map(|l| l.split_whitespace().next().map(str::to_string))
+        .filter(|n| n != "help")
+        .collect();
+    names.push("fingerprint".into());
+    names
+}
+
+/// No line of any `--help` (or `-h`) is over 100 characters, and `tune --help` holds the
+/// tuning options only.
+#[test]
+fn every_help_fits_100_columns_and_tune_help_holds_tuning_options_only() {
+    let commands = subcommands();
+    assert!(commands.len() >= 12, "{commands:?}");
+    let mut helps = vec![("autotune --help".to_string(), ok(&["--help"]))];
+    helps.push(("autotune -h".to_string(), ok(&["-h"])));
+    for c in &commands {
+        helps.push((format!("autotune {c} --help"), ok(&[c, "--help"])));
+        helps.push((format!("autotune {c} -h"), ok(&[c, "-h"])));
+    }
+    for (what, text) in &helps {
+        for line in text.lines() {
+            assert!(
+                line.chars().count() <= 100,
+                "`{what}` has a line of {} characters:\n{line}",
+                line.chars().count()
+            );
+        }
+    }
+    let tune = ok(&["tune", "--help"]);
+    for other in [
+        "--rescore",
+        "--loo",
+        "--max-slowdown",
+        "--portfolio",
+        "--check-compile",
+    ] {
+        assert!(!tune.contains(other), "tune --help lists {other}:\n{tune}");
+    }
+}
+
+/// `autotune tune ...` and the bare `autotune ...` are one command: the same output and exit
+/// code for the same options (each case fails before NVRTC or a GPU is needed).
+#[test]
+fn tune_and_the_bare_form_are_the_same_command() {
+    let cases: [&[&str]; 6] = [
+        &["--shape", "64x64x64", "--dry-run"],
+        &["--shape", "64x64x64", "--strategy", "nonsense", "--no-save"],
+        &["--shape", "64x64x64", "--arch", "sm_90", "--no-save"],
+        &["--shape", "0x64x64", "--dry-run", "--arch", "sm_90"],
+        &["--suite", "no/such/suite.toml"],
+        &["--shape", "64x64x64", "--budget", "0"],
+    ];
+    for args in cases {
+        let bare = run(args);
+        let mut with = vec!["tune"];
+        with.extend_from_slice(args);
+        let tune = run(&with);
+        assert_ne!(bare.code, Some(0), "{args:?} should fail: {}", bare.stderr);
+        assert_eq!(
+            bare.code, tune.code,
+            "{args:?}: {} / {}",
+            bare.stderr, tune.stderr
+        );
+        assert_eq!(bare.stdout, tune.stdout, "{args:?}");
+        // clap's usage line names the command it parsed for: the rest is the same.
+        let usage = |s: &str| s.replace("autotune tune [OPTIONS]", "USAGE");
+        let bare_err = usage(&bare.stderr.replace(
+            "autotune [tune] (--shape MxNxK | --suite FILE) [OPTIONS]\n       autotune <COMMAND> [OPTIONS]",
+            "autotune tune [OPTIONS]",
+        ));
+        assert_eq!(bare_err, usage(&tune.stderr), "{args:?}");
     }
 }
 
@@ -649,11 +747,11 @@ fn the_readmes_two_commands_are_the_scripts_ci_and_the_cli_run() {
         script.contains("cargo run --release") && script.contains("-- \"$@\""),
         "scripts/tune.sh no longer hands its arguments to autotune"
     );
-    let help = ok(&["--help"]);
+    let help = ok(&["tune", "--help"]);
     for flag in args.split_whitespace().filter(|a| a.starts_with("--")) {
         assert!(
             help.contains(&format!("{flag} ")),
-            "`autotune --help` lacks {flag}"
+            "`autotune tune --help` lacks {flag}"
         );
     }
     assert!(

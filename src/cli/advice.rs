@@ -95,7 +95,9 @@ fn hint(e: &(dyn StdError + 'static)) -> Option<String> {
             VerifyError::PtxTooNew { .. } => {
                 Some("pass --ptx-arch compute_75 (the oldest NVRTC 13 compiles for)".into())
             }
-            VerifyError::Compile(_) => None,
+            VerifyError::Compile(_) | VerifyError::NoEntries { .. } | VerifyError::Space { .. } => {
+                None
+            }
         }
     } else {
         None

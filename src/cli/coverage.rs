@@ -5,7 +5,7 @@ use anyhow::{bail, Context, Result};
 use autotune::cuda::cublas_lib;
 use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc::{self, DiskCache};
-use autotune::db::Database;
+use autotune::db::{Coverage, Database, GpuRecord};
 use autotune::family::catalog::Catalog;
 use autotune::problem::{Form, Op};
 use autotune::product::select::{Holdout, Selector};
@@ -57,19 +57,14 @@ pub(super) struct CoverArgs {
     /// form).
     #[arg(long, default_value = "results/tuning.toml")]
     db: PathBuf,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
     /// Seed of the inputs and the pool searches.
     #[arg(long, default_value_t = 0x5EED, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
     seed: u64,
     /// Only these families (repeatable).
     #[arg(long = "family")]
     families: Vec<String>,
-    /// Run kernels in this process instead of worker processes: faster, but a faulting kernel
-    /// ends the run.
-    #[arg(long)]
-    in_process: bool,
+    #[command(flatten)]
+    run: super::RunArgs,
     /// Do not write the database.
     #[arg(long)]
     no_save: bool,
@@ -122,25 +117,12 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     };
     let tags = grid.form.tags(op);
     if a.dry_run {
-        let families = cover::families_for(&catalog, op, &grid.form, &a.families)?;
-        let pool = grid.pool();
-        let shapes = grid.shapes();
-        println!(
-            "cover --dry-run: {op}{tags} grid, {} shapes, {} pool shapes (*); families that compute the form: {}",
-            shapes.len(),
-            pool.len(),
-            families.join(", ")
-        );
-        for s in &shapes {
-            let mark = if pool.contains(s) { " *" } else { "" };
-            println!("  {}{mark}", s.label(op));
-        }
-        return Ok(());
+        return print_grid(&catalog, op, &grid, &a.families);
     }
     if !a.no_save {
         Database::check_writable(&a.db)?;
     }
-    let dev = Device::open(a.device)?;
+    let dev = Device::open(a.run.device)?;
     // Read once before the run: the coverage to extend and the winners that seed the portfolio.
     let before = Database::load(&a.db)?;
     let base = if a.extend {
@@ -182,7 +164,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         portfolio: a.portfolio as usize,
         seeds,
         families: a.families.clone(),
-        isolation: super::tuning::worker_settings(a.in_process)?,
+        isolation: a.run.isolation()?,
         disk_cache: DiskCache::user_default(),
     };
     let cache = nvrtc::Cache::new();
@@ -198,21 +180,46 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         None => cover::cover(&dev, &catalog, &cache, &grid, &opts, &progress)?,
     };
     eprintln!("cover: measured in {:.1} s", start.elapsed().as_secs_f64());
-    let db = if a.no_save {
+    let db = save(a, rec, cov)?;
+    print_loo(&db, &catalog, &dev.info.name, op, &grid.form)
+}
+
+/// `cover --dry-run`: the grid's shapes (pool shapes marked) and the families that compute
+/// its form.
+fn print_grid(catalog: &Catalog, op: Op, grid: &Grid, only: &[String]) -> Result<()> {
+    let families = cover::families_for(catalog, op, &grid.form, only)?;
+    let pool = grid.pool();
+    let shapes = grid.shapes();
+    println!(
+        "cover --dry-run: {op}{} grid, {} shapes, {} pool shapes (*); families that compute the form: {}",
+        grid.form.tags(op),
+        shapes.len(),
+        pool.len(),
+        families.join(", ")
+    );
+    for s in &shapes {
+        let mark = if pool.contains(s) { " *" } else { "" };
+        println!("  {}{mark}", s.label(op));
+    }
+    Ok(())
+}
+
+/// The database with the GPU's record and its new coverage: written to --db, or (--no-save)
+/// only in memory.
+fn save(a: &CoverArgs, rec: GpuRecord, cov: Coverage) -> Result<Database> {
+    if a.no_save {
         let mut db = Database::load(&a.db)?;
         db.upsert_gpu(rec);
         db.upsert_coverage(cov);
-        db
-    } else {
-        let db = Database::update_file(&a.db, |db| {
-            db.upsert_gpu(rec);
-            db.upsert_coverage(cov);
-            Ok(())
-        })?;
-        eprintln!("cover: saved to {}", a.db.display());
-        db
-    };
-    print_loo(&db, &catalog, &dev.info.name, op, &grid.form)
+        return Ok(db);
+    }
+    let db = Database::update_file(&a.db, |db| {
+        db.upsert_gpu(rec);
+        db.upsert_coverage(cov);
+        Ok(())
+    })?;
+    eprintln!("cover: saved to {}", a.db.display());
+    Ok(db)
 }
 
 /// How often a coverage run saves the points measured so far.
@@ -359,9 +366,6 @@ pub(super) struct EvaluateArgs {
     /// The database a product ships.
     #[arg(long, default_value = "results/tuning.toml")]
     db: PathBuf,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
     /// Also search each shape (model-guided, N evaluations) and time the coverage
     /// portfolio, to report the runtime's regret: its kernel's time over the best found.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
@@ -369,9 +373,8 @@ pub(super) struct EvaluateArgs {
     /// Fewer timing samples.
     #[arg(long)]
     quick: bool,
-    /// Run kernels in this process instead of worker processes.
-    #[arg(long)]
-    in_process: bool,
+    #[command(flatten)]
+    run: super::RunArgs,
     /// Write the per-shape table and the summaries as Markdown to this file.
     #[arg(long)]
     out: Option<PathBuf>,
@@ -398,7 +401,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
     if let Some(path) = &a.rescore {
         return rescore(a, path, &db, &catalog);
     }
-    let dev = Device::open(a.device)?;
+    let dev = Device::open(a.run.device)?;
     let (op, problems) = match (&a.shapes, a.random) {
         (Some(path), _) => workload::from_suite(path)?,
         (None, Some(count)) => {
@@ -438,7 +441,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
             autotune::measure::timing::TimingSettings::default()
         },
         tune_budget: a.tune_budget.map(|b| b as usize),
-        isolation: super::tuning::worker_settings(a.in_process)?,
+        isolation: a.run.isolation()?,
         disk_cache: DiskCache::user_default(),
     };
     let cache = nvrtc::Cache::new();

@@ -8,7 +8,6 @@ use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc;
 use autotune::db::{Database, DbError, MergeError, MergeOptions};
 use autotune::family::catalog::{Catalog, Freshness};
-use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
 use autotune::product::export::Format;
 use autotune::report::chart;
@@ -341,25 +340,16 @@ pub(super) struct CrossArgs {
     /// Also write the matrix and the per-shape rows as Markdown to this file.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
-    /// Seed of the random validation and timing inputs.
-    #[arg(long, default_value_t = 0x5EED, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
-    seed: u64,
-    /// Fewer timing samples: faster, noisier.
-    #[arg(long)]
-    quick: bool,
+    #[command(flatten)]
+    timing: super::TimingArgs,
     /// Do not update the portability file.
     #[arg(long)]
     no_save: bool,
     /// Only print (and write --out) what the portability file holds: no GPU needed.
     #[arg(long, conflicts_with_all = ["suite", "quick", "no_save", "in_process"])]
     show: bool,
-    /// Run the kernels in this process instead of worker processes: faster to start, but a
-    /// faulting kernel ends the whole run.
-    #[arg(long)]
-    in_process: bool,
+    #[command(flatten)]
+    run: super::RunArgs,
 }
 
 /// Prints the matrix (and per-shape rows) of every op in `p`, and writes --out.
@@ -406,7 +396,7 @@ pub(super) fn cross(a: &CrossArgs) -> Result<()> {
         );
     }
     let catalog = Catalog::builtin().context("loading the built-in kernel families")?;
-    let dev = Device::open(a.device)?;
+    let dev = Device::open(a.run.device)?;
     eprintln!(
         "cross: {} {} shape(s) from {} on {} ({}), device {}",
         suite.op,
@@ -414,16 +404,12 @@ pub(super) fn cross(a: &CrossArgs) -> Result<()> {
         suite_path.display(),
         dev.info.name,
         dev.info.arch,
-        a.device
+        a.run.device
     );
     let opts = CrossOptions {
-        seed: a.seed,
-        timing: if a.quick {
-            TimingSettings::quick()
-        } else {
-            TimingSettings::default()
-        },
-        isolation: super::tuning::worker_settings(a.in_process)?,
+        seed: a.timing.seed,
+        timing: a.timing.settings(),
+        isolation: a.run.isolation()?,
     };
     let cache = nvrtc::Cache::new();
     let date = autotune::plan::outcome::utc_now_rfc3339();

@@ -15,14 +15,14 @@ use anyhow::{bail, Context, Result};
 use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc;
 use autotune::db::Database;
-use autotune::family::catalog::{Catalog, Source};
+use autotune::family::catalog::Catalog;
 use autotune::gpu::Arch;
 use autotune::problem::{Op, Shape};
 use autotune::product::export::{self, Format};
 use autotune::product::lookup;
 use autotune::report;
 use autotune::suite::Suite;
-use clap::Parser;
+use clap::{CommandFactory, FromArgMatches, Parser};
 use std::path::PathBuf;
 
 /// Finds the fastest CUDA SGEMM/SGEMV kernel configuration for a shape on this GPU and records
@@ -34,168 +34,160 @@ use std::path::PathBuf;
     about,
     long_about = None,
     args_conflicts_with_subcommands = true,
-    subcommand_negates_reqs = true
+    subcommand_negates_reqs = true,
+    max_term_width = 100,
+    override_usage = "autotune [tune] (--shape MxNxK | --suite FILE) [OPTIONS]\n       \
+                      autotune <COMMAND> [OPTIONS]",
+    after_help = TOP_EXAMPLES
 )]
 struct Args {
     #[command(subcommand)]
     command: Option<Command>,
-    /// Problem shape: MxNxK for gemm (C = A B), MxK or Mx1xK for gemv (y = A x).
-    #[arg(
-        long,
-        short,
-        required_unless_present = "suite",
-        conflicts_with = "suite",
-        allow_hyphen_values = true
-    )]
-    shape: Option<String>,
-    /// Tune every shape of a suite file (e.g. configs/suites/gemv.toml); its `op` applies.
-    #[arg(long)]
-    suite: Option<PathBuf>,
-    /// Write the suite's summary table (Markdown) to this file as well.
-    #[arg(long, requires = "suite")]
-    summary: Option<PathBuf>,
-    /// Operation: gemm or gemv (default gemm; a suite names its own).
-    #[arg(long)]
-    op: Option<String>,
-    /// Operand layouts of --shape, row-major convention (first letter A, second B; t =
-    /// stored transposed): nn (default), nt, tn, tt; gemv: n or t (y = A^T x). A suite's
-    /// shapes name their own (e.g. "512x512x64:tn:b32:beta").
-    #[arg(long, requires = "shape")]
-    layout: Option<String>,
-    /// Strided batch of --shape: this many products in one call (default 1).
-    #[arg(long, requires = "shape")]
-    batch: Option<u64>,
-    /// Beta of --shape: C = alpha op(A) op(B) + beta C; any non-zero value reads C (tuned with
-    /// beta = 0.5). Default 0.
-    #[arg(long, requires = "shape")]
-    beta: Option<f64>,
-    /// Padded leading dimensions for --shape (rows rounded up past the next multiple of 64
-    /// floats) instead of packed ones.
-    #[arg(long, requires = "shape")]
-    padded: bool,
+    /// Without a subcommand, the options of `tune` (hidden from the top-level help).
+    #[command(flatten)]
+    tune: tuning::TuneArgs,
+}
+
+/// The top-level help's closing lines.
+const TOP_EXAMPLES: &str = "\
+Tuning is the default command: `autotune --shape ...` is `autotune tune --shape ...`.
+Its options: autotune tune --help. Each command's: autotune COMMAND --help.
+
+Examples:
+  # tune one gemm shape on GPU 0, and one gemv shape, into your own database
+  autotune --shape 4096x4096x4096 --db mine.toml
+  autotune --op gemv --shape 16384x16384 --db mine.toml
+  # a suite over every GPU, with at most 300 candidates and 5 minutes per shape
+  autotune --suite configs/suites/gemm.toml --devices all --budget 300 --time 5m
+  # a large space, searched by the performance model
+  autotune --shape 8192x8192x8192 --strategy model-guided --budget 200
+  # no GPU: compile every candidate for an arch
+  autotune --shape 2048x2048x2048 --dry-run --arch sm_90
+  # what a product would launch; re-check what ships for this GPU
+  autotune best --gpu h200 --shape 3000x3000x3000
+  autotune verify --db results/tuning.toml";
+
+/// The closing lines of `autotune tune --help`.
+const TUNE_EXAMPLES: &str = "\
+Examples:
+  autotune tune --shape 4096x4096x4096 --db mine.toml
+  autotune tune --shape 2048x2048x2048 --layout tn --batch 32 --beta 1 --db mine.toml
+  autotune tune --suite configs/suites/gemv.toml --summary gemv-suite.md
+  autotune tune --shape 8192x8192x8192 --strategy model-guided --budget 200 --time 10m
+  autotune tune --shape 2048x2048x2048 --dry-run --arch sm_61
+
+`tune` may be left out: `autotune --shape ...` is the same command.";
+
+/// Where kernels run: the options every command that runs kernels shares.
+#[derive(Debug, clap::Args)]
+struct RunArgs {
     /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
+    #[arg(long, default_value_t = 0, help_heading = "Run")]
     device: usize,
-    /// Tuning database to update.
-    #[arg(long, default_value = "results/tuning.toml")]
-    db: PathBuf,
-    /// Rows of the results table.
-    #[arg(long, default_value_t = 10)]
-    top: usize,
-    /// Print the full report as JSON on stdout instead of the table.
-    #[arg(long)]
-    json: bool,
-    /// Enumerate, prune, instantiate and compile every candidate for --arch without a GPU.
-    /// NVRTC is the library $AUTOTUNE_NVRTC names (a file, or a directory holding
-    /// libnvrtc.so.N), else the libnvrtc the dynamic loader finds (NVRTC 13 before 12).
-    #[arg(long)]
-    dry_run: bool,
-    /// Target arch for --dry-run, e.g. sm_90 (H100/H200), sm_89 (RTX 4060), sm_61 (GTX 1080 Ti;
-    /// needs NVRTC 12: AUTOTUNE_NVRTC=/path/to/libnvrtc.so.12).
-    #[arg(long)]
-    arch: Option<String>,
-    /// Tune only this family (repeatable); default: every family of the op.
-    #[arg(long = "family")]
-    families: Vec<String>,
-    /// Tune only deterministic families, whose kernels give bit-identical results on every run
-    /// (no atomic accumulation: e.g. gemm_warptile_splitk_det instead of
-    /// gemm_warptile_splitk); the database records which entries are.
-    #[arg(long)]
-    deterministic: bool,
-    /// Seed of the random validation and timing inputs, and of the search strategy's random
-    /// choices: the same seed repeats the same search.
-    #[arg(long, default_value_t = 0x5EED, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
+    /// Run kernels in this process instead of worker processes: faster to start, but a
+    /// faulting kernel ends the whole run (compute-sanitizer needs it).
+    #[arg(long, help_heading = "Run")]
+    in_process: bool,
+}
+
+impl RunArgs {
+    /// Worker processes run this executable (`autotune __worker`); `None` with --in-process.
+    fn isolation(&self) -> Result<Option<autotune::cuda::isolate::WorkerSettings>> {
+        if self.in_process {
+            return Ok(None);
+        }
+        let exe = std::env::current_exe()
+            .context("finding this executable to start benchmark workers (or pass --in-process)")?;
+        Ok(Some(autotune::cuda::isolate::WorkerSettings::new(exe)))
+    }
+}
+
+/// The inputs and timing of a measuring run: shared by `tune`, `verify` and `cross`.
+#[derive(Debug, clap::Args)]
+struct TimingArgs {
+    /// Seed of the random validation and timing inputs (and of a search's random choices:
+    /// the same seed repeats the same search).
+    #[arg(long, default_value_t = 0x5EED, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64), help_heading = "Run")]
     seed: u64,
     /// Fewer timing samples: faster, noisier.
-    #[arg(long)]
+    #[arg(long, help_heading = "Run")]
     quick: bool,
-    /// Search strategy: exhaustive, random, annealing, genetic, model-guided, or auto
-    /// (exhaustive when the valid space has at most 1000 candidates, else model-guided).
-    /// Compare them offline with `autotune simulate`.
-    #[arg(long, default_value = "auto")]
-    strategy: String,
-    /// Evaluate at most N candidates per shape (candidates resumed from a journal count).
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-    budget: Option<u64>,
-    /// Wall-clock limit per shape, e.g. 60s, 5m, 1h (a plain number is seconds): no candidate
-    /// starts after it, and the best found so far is recorded, marked partial.
-    #[arg(long, value_name = "DURATION", value_parser = parse_duration)]
-    time: Option<std::time::Duration>,
-    /// Do not write the database.
-    #[arg(long)]
-    no_save: bool,
-    /// Read families from this directory (with templates/ and configs/spaces/) instead of the
-    /// ones built into the binary.
-    #[arg(long)]
-    spaces: Option<PathBuf>,
-    /// Continue an interrupted run from its journal: finished candidates are not run again.
-    #[arg(long)]
-    resume: bool,
-    /// Where run journals go (default: journal/ next to the database).
-    #[arg(long)]
-    journal_dir: Option<PathBuf>,
-    /// Run candidates in this process instead of worker processes: faster to start, but a
-    /// faulting kernel ends the whole run.
-    #[arg(long)]
-    in_process: bool,
-    /// Tune on several GPUs at once: `0,1` or `all`. A suite's shapes are spread over them
-    /// (balanced by work); each entry records the GPU that produced it.
-    #[arg(long, conflicts_with = "device")]
-    devices: Option<String>,
-    /// Tune only shard INDEX/COUNT of the suite (e.g. 0/4), writing the database with
-    /// `.shard-INDEX-of-COUNT` before its extension; inside a Slurm job array this is taken
-    /// from SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT. Join shards with `autotune merge`.
-    #[arg(long)]
-    shard: Option<String>,
-    /// Compile every kernel with NVRTC, bypassing the on-disk compile cache
-    /// ($AUTOTUNE_CACHE_DIR, else ~/.cache/autotune) shared with the runtime.
-    #[arg(long)]
-    no_cache: bool,
+}
+
+impl TimingArgs {
+    /// The sampling policy --quick chooses.
+    fn settings(&self) -> autotune::measure::timing::TimingSettings {
+        if self.quick {
+            autotune::measure::timing::TimingSettings::quick()
+        } else {
+            autotune::measure::timing::TimingSettings::default()
+        }
+    }
 }
 
 #[derive(Debug, clap::Subcommand)]
 enum Command {
-    /// Join databases tuned on different machines into one: of two entries for the same GPU,
-    /// op and shape the faster stays, with the other's time recorded.
+    /// Tune shapes on this GPU and record the winners (the default command).
+    ///
+    /// Finds the fastest kernel configuration for each shape of --shape or --suite and records
+    /// it in the tuning database. `autotune --shape ...` (no subcommand) is the same command.
+    #[command(after_help = TUNE_EXAMPLES)]
+    Tune(tuning::TuneArgs),
+    /// Join databases tuned on different machines into one.
+    ///
+    /// Of two entries for the same GPU, op and shape the faster stays, with the other's time
+    /// recorded.
     Merge(databases::MergeArgs),
-    /// GPUs side by side per shape (winner, throughput, % of own peak, x cuBLAS) with
-    /// geometric-mean ratios, from the database alone.
+    /// GPUs side by side per shape, from the database alone.
+    ///
+    /// Per shape: winner, throughput, % of own peak, x cuBLAS; with geometric-mean ratios.
     Compare(databases::CompareArgs),
-    /// Write a Markdown report with SVG bar charts comparing GPUs, from the database alone.
+    /// A Markdown report with SVG charts comparing GPUs, from the database alone.
     Report(databases::ReportArgs),
-    /// Run every GPU's recorded winner for a suite on this GPU, as % of the best here; builds
-    /// the "tuned on X, run on Y" matrix across runs on several GPUs.
+    /// Run every GPU's recorded winners for a suite on this GPU ("tuned on X, run on Y").
+    ///
+    /// Each winner is timed as % of the best here; runs on several GPUs build the matrix.
     Cross(databases::CrossArgs),
     /// Print what a product would launch for a shape, and why, from the database alone.
     Best(BestArgs),
-    /// Write the kernel and launch helper the database chooses for a shape as a self-contained
-    /// CUDA header for nvcc-built products (no GPU needed).
+    /// Write the database's kernel for a shape as a CUDA header (or cubin, csv, json, t4).
+    ///
+    /// The header is self-contained: the kernel and a launch helper for nvcc-built products
+    /// (no GPU needed).
     Export(ExportArgs),
-    /// Measure a coverage grid: a portfolio of configs timed on shapes of every kind, from
-    /// which the runtime predicts shapes nobody tuned.
+    /// Measure a coverage grid, from which the runtime predicts shapes nobody tuned.
+    ///
+    /// A portfolio of configs is timed on shapes of every kind.
     Cover(coverage::CoverArgs),
-    /// What a product gets on shapes nobody tuned: the runtime's choice for each (random or
-    /// listed) shape, timed against cuBLAS, with and without the vendor guard, and against the
-    /// nearest-shape rule it replaced.
+    /// What a product gets on shapes nobody tuned, timed against cuBLAS.
+    ///
+    /// The runtime's choice for each (random or listed) shape, timed against cuBLAS, with and
+    /// without the vendor guard, and against the nearest-shape rule it replaced.
     Evaluate(coverage::EvaluateArgs),
-    /// Trust what ships: compile every kernel the database holds for this GPU as the runtime
-    /// would, validate it on its problem and on edge shapes, re-time it beside cuBLAS, and
-    /// compare with the recorded time and checksum; exits non-zero when one fails, is stale or
-    /// is slower than recorded beyond --max-slowdown.
+    /// Re-check what ships for this GPU: validate, re-time, compare checksums.
+    ///
+    /// Compiles every kernel the database holds for this GPU as the runtime would, validates it
+    /// on its problem and on edge shapes, re-times it beside cuBLAS, and compares with the
+    /// recorded time and checksum; exits non-zero when one fails, is stale or is slower than
+    /// recorded beyond --max-slowdown.
     Verify(verify::VerifyArgs),
-    /// For developers: compile every built-in family's probes to PTX for one virtual arch and
-    /// print their fingerprints as JSON (tests/nvrtc.rs compares them with
-    /// configs/fingerprints/; see docs/fingerprints.md).
+    /// For developers: print every built-in family's PTX fingerprints for one virtual arch.
+    ///
+    /// Compiles every built-in family's probes to PTX and prints their fingerprints as JSON
+    /// (tests/nvrtc.rs compares them with configs/fingerprints/; see docs/fingerprints.md).
     #[command(hide = true)]
     Fingerprint(fingerprint::FingerprintArgs),
     /// Internal: serve a tuning parent over stdin/stdout (started by autotune itself).
     #[command(name = "__worker", hide = true)]
     Worker,
-    /// Print a suite's table (winner, throughput, x cuBLAS, % of peak per shape) for one GPU
-    /// from the database alone.
+    /// Print a suite's table for one GPU, from the database alone.
+    ///
+    /// Per shape: winner, throughput, x cuBLAS, % of peak.
     Summary(SummaryArgs),
-    /// Replay recorded run journals offline (no GPU) to compare search strategies: how many
-    /// evaluations each needs to come within a few percent of the exhaustive optimum.
+    /// Compare search strategies offline (no GPU) by replaying recorded run journals.
+    ///
+    /// How many evaluations each strategy needs to come within a few percent of the
+    /// exhaustive optimum.
     Simulate(simulate::SimulateArgs),
 }
 
@@ -430,27 +422,7 @@ fn export(a: &ExportArgs) -> Result<()> {
     let choice = lookup::lookup(&db, &catalog, &gpu, Some(&arch.to_string()), op, shape);
     let family = catalog.get(&choice.family)?;
     if format == Format::Cubin {
-        if a.check_compile {
-            bail!(
-                "--check-compile applies to --format cuda-header only (a cubin is compiled anyway)"
-            );
-        }
-        let Some(path) = &a.output else {
-            bail!("--format cubin writes a binary file: give -o FILE.cubin");
-        };
-        let source = family.kernel(&choice.config(), shape, &limits)?.source;
-        nvrtc::check_arch(arch)?;
-        let c = nvrtc::compile(&source, arch)
-            .with_context(|| format!("compiling {} for {arch}", source.kernel_name))?;
-        std::fs::write(path, &c.cubin).with_context(|| format!("writing {}", path.display()))?;
-        eprintln!(
-            "wrote {} ({}, {} for {arch} with NVRTC {}, {} B)",
-            path.display(),
-            choice.describe(op, shape),
-            source.kernel_name,
-            nvrtc::describe()?,
-            c.cubin.len()
-        );
+        write_cubin(a, &choice, family, op, shape, &limits, arch)?;
         if let Some(w) = warning {
             eprintln!("{w}");
         }
@@ -461,23 +433,12 @@ fn export(a: &ExportArgs) -> Result<()> {
         other => bail!("--format {other} exports the database, not one shape"),
     };
     if a.check_compile {
-        let mut code = match &a.check_with {
+        let prelude = match &a.check_with {
             Some(p) => std::fs::read_to_string(p)
                 .with_context(|| format!("reading --check-with {}", p.display()))?,
             None => String::new(),
         };
-        if !code.is_empty() && !code.ends_with('\n') {
-            code.push('\n');
-        }
-        code.push_str(&text);
-        let source = Source {
-            family: choice.family.clone(),
-            kernel_name: export::helper_name(op, shape),
-            code,
-        };
-        nvrtc::check_arch(arch)?;
-        let c = nvrtc::compile(&source, arch)
-            .context("the exported header does not compile with NVRTC")?;
+        let c = export::check_header(&text, &prelude, &choice.family, op, shape, arch)?;
         eprintln!(
             "the header{} compiles for {arch} with NVRTC {} ({} B cubin, {:.0} ms)",
             if a.check_with.is_some() {
@@ -506,6 +467,35 @@ fn export(a: &ExportArgs) -> Result<()> {
     if let Some(w) = warning {
         eprintln!("{w}");
     }
+    Ok(())
+}
+
+/// `export --format cubin`: the chosen kernel compiled for `arch`, written to --output.
+fn write_cubin(
+    a: &ExportArgs,
+    choice: &lookup::Choice,
+    family: &autotune::family::catalog::Family,
+    op: Op,
+    shape: Shape,
+    limits: &autotune::family::space::Limits,
+    arch: Arch,
+) -> Result<()> {
+    if a.check_compile {
+        bail!("--check-compile applies to --format cuda-header only (a cubin is compiled anyway)");
+    }
+    let Some(path) = &a.output else {
+        bail!("--format cubin writes a binary file: give -o FILE.cubin");
+    };
+    let c = export::cubin(choice, family, shape, limits, arch)?;
+    std::fs::write(path, &c.cubin).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!(
+        "wrote {} ({}, {} for {arch} with NVRTC {}, {} B)",
+        path.display(),
+        choice.describe(op, shape),
+        c.kernel_name,
+        nvrtc::describe()?,
+        c.cubin.len()
+    );
     Ok(())
 }
 
@@ -588,7 +578,10 @@ fn best(a: &BestArgs) -> Result<()> {
 /// Runs the command line. A database error gets the advice of the command that met it (which
 /// option picks another file).
 pub fn main() -> Result<()> {
-    let args = Args::parse();
+    // The top level takes the tuning options too (`autotune --shape ...`), but its help lists
+    // the commands only: `autotune tune --help` lists those options.
+    let command = Args::command().mut_args(|a| a.hide(true));
+    let args = Args::from_arg_matches(&command.get_matches()).unwrap_or_else(|e| e.exit());
     let arg = match &args.command {
         Some(Command::Merge(_)) => advice::DbArg::Merge,
         _ => advice::DbArg::Db,
@@ -599,20 +592,20 @@ pub fn main() -> Result<()> {
 /// Runs the command `args` name.
 fn run(args: &Args) -> Result<()> {
     match &args.command {
-        Some(Command::Best(b)) => return best(b),
-        Some(Command::Export(e)) => return export(e),
-        Some(Command::Summary(a)) => return summary(a),
-        Some(Command::Merge(a)) => return databases::merge(a),
-        Some(Command::Compare(a)) => return databases::compare(a),
-        Some(Command::Report(a)) => return databases::report(a),
-        Some(Command::Cross(a)) => return databases::cross(a),
-        Some(Command::Cover(a)) => return coverage::cover(a),
-        Some(Command::Evaluate(a)) => return coverage::evaluate(a),
-        Some(Command::Simulate(a)) => return simulate::run(a),
-        Some(Command::Verify(a)) => return verify::verify(a),
-        Some(Command::Fingerprint(a)) => return fingerprint::run(a),
+        Some(Command::Best(b)) => best(b),
+        Some(Command::Export(e)) => export(e),
+        Some(Command::Summary(a)) => summary(a),
+        Some(Command::Merge(a)) => databases::merge(a),
+        Some(Command::Compare(a)) => databases::compare(a),
+        Some(Command::Report(a)) => databases::report(a),
+        Some(Command::Cross(a)) => databases::cross(a),
+        Some(Command::Cover(a)) => coverage::cover(a),
+        Some(Command::Evaluate(a)) => coverage::evaluate(a),
+        Some(Command::Simulate(a)) => simulate::run(a),
+        Some(Command::Verify(a)) => verify::verify(a),
+        Some(Command::Fingerprint(a)) => fingerprint::run(a),
         Some(Command::Worker) => tuning::worker(),
-        None => {}
+        Some(Command::Tune(a)) => tuning::run(a),
+        None => tuning::run(&args.tune),
     }
-    tuning::run(args)
 }

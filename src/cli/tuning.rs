@@ -1,20 +1,21 @@
-//! The tuning run: `autotune --shape ...` / `--suite ...`, and the hidden worker subcommand.
+//! The tuning run: `autotune tune --shape ...` / `--suite ...` (also without `tune`), and the
+//! hidden worker subcommand.
 
-use super::Args;
+use super::{RunArgs, TimingArgs};
 use anyhow::{bail, Context, Result};
 use autotune::cuda::cublas_lib;
-use autotune::cuda::isolate::{self, WorkerSettings};
+use autotune::cuda::isolate;
 use autotune::cuda::nvrtc::{self, DiskCache};
-use autotune::db::{Database, Entry, GpuRecord};
+use autotune::db::Database;
 use autotune::family::catalog::Catalog;
-use autotune::measure::timing::TimingSettings;
 use autotune::plan::outcome::TuneReport;
 use autotune::problem::{Op, Shape};
 use autotune::report;
 use autotune::search;
 use autotune::suite::Suite;
+use autotune::tuning::journal;
 use autotune::tuning::session::{
-    self, Event, Observer, SessionError, SessionOptions, SessionOutcome,
+    self, DevicesOutcome, Event, Observer, SessionError, SessionOptions,
 };
 use autotune::tuning::shard::{self, Shard};
 use autotune::tuning::tune::{self, Phase, Progress, TuneOptions};
@@ -22,6 +23,114 @@ use indicatif::{MultiProgress, ProgressBar, ProgressStyle};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// The options of `autotune tune` (and of the bare `autotune --shape ...`).
+#[derive(Debug, clap::Args)]
+pub(super) struct TuneArgs {
+    /// Problem shape: MxNxK for gemm (C = A B), MxK or Mx1xK for gemv (y = A x).
+    #[arg(
+        long,
+        short,
+        required_unless_present = "suite",
+        conflicts_with = "suite",
+        allow_hyphen_values = true,
+        help_heading = "Problem"
+    )]
+    shape: Option<String>,
+    /// Tune every shape of a suite file (e.g. configs/suites/gemv.toml); its `op` applies.
+    #[arg(long, help_heading = "Problem")]
+    suite: Option<PathBuf>,
+    /// Operation: gemm or gemv (default gemm; a suite names its own).
+    #[arg(long, help_heading = "Problem")]
+    op: Option<String>,
+    /// Operand layouts of --shape, row-major convention (first letter A, second B; t =
+    /// stored transposed): nn (default), nt, tn, tt; gemv: n or t (y = A^T x). A suite's
+    /// shapes name their own (e.g. "512x512x64:tn:b32:beta").
+    #[arg(long, requires = "shape", help_heading = "Problem")]
+    layout: Option<String>,
+    /// Strided batch of --shape: this many products in one call (default 1).
+    #[arg(long, requires = "shape", help_heading = "Problem")]
+    batch: Option<u64>,
+    /// Beta of --shape: C = alpha op(A) op(B) + beta C; any non-zero value reads C (tuned with
+    /// beta = 0.5). Default 0.
+    #[arg(long, requires = "shape", help_heading = "Problem")]
+    beta: Option<f64>,
+    /// Padded leading dimensions for --shape (rows rounded up past the next multiple of 64
+    /// floats) instead of packed ones.
+    #[arg(long, requires = "shape", help_heading = "Problem")]
+    padded: bool,
+    /// Search strategy: exhaustive, random, annealing, genetic, model-guided, or auto
+    /// (exhaustive when the valid space has at most 1000 candidates, else model-guided).
+    /// Compare them offline with `autotune simulate`.
+    #[arg(long, default_value = "auto", help_heading = "Search")]
+    strategy: String,
+    /// Evaluate at most N candidates per shape (candidates resumed from a journal count).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..), help_heading = "Search")]
+    budget: Option<u64>,
+    /// Wall-clock limit per shape, e.g. 60s, 5m, 1h (a plain number is seconds): no candidate
+    /// starts after it, and the best found so far is recorded, marked partial.
+    #[arg(long, value_name = "DURATION", value_parser = super::parse_duration, help_heading = "Search")]
+    time: Option<std::time::Duration>,
+    /// Tune only this family (repeatable); default: every family of the op.
+    #[arg(long = "family", value_name = "NAME", help_heading = "Search")]
+    families: Vec<String>,
+    /// Tune only deterministic families, whose kernels give bit-identical results on every run
+    /// (no atomic accumulation: e.g. gemm_warptile_splitk_det instead of
+    /// gemm_warptile_splitk); the database records which entries are.
+    #[arg(long, help_heading = "Search")]
+    deterministic: bool,
+    /// Read families from this directory (with templates/ and configs/spaces/) instead of the
+    /// ones built into the binary.
+    #[arg(long, value_name = "DIR", help_heading = "Search")]
+    spaces: Option<PathBuf>,
+    #[command(flatten)]
+    timing: TimingArgs,
+    #[command(flatten)]
+    run: RunArgs,
+    /// Tune on several GPUs at once: `0,1` or `all`. A suite's shapes are spread over them
+    /// (balanced by work); each entry records the GPU that produced it.
+    #[arg(long, conflicts_with = "device", help_heading = "Run")]
+    devices: Option<String>,
+    /// Compile every kernel with NVRTC, bypassing the on-disk compile cache
+    /// ($AUTOTUNE_CACHE_DIR, else ~/.cache/autotune) shared with the runtime.
+    #[arg(long, help_heading = "Run")]
+    no_cache: bool,
+    /// Tuning database to update.
+    #[arg(long, default_value = "results/tuning.toml", help_heading = "Database")]
+    db: PathBuf,
+    /// Do not write the database.
+    #[arg(long, help_heading = "Database")]
+    no_save: bool,
+    /// Continue an interrupted run from its journal: finished candidates are not run again.
+    #[arg(long, help_heading = "Database")]
+    resume: bool,
+    /// Where run journals go (default: journal/ next to the database).
+    #[arg(long, help_heading = "Database")]
+    journal_dir: Option<PathBuf>,
+    /// Tune only shard INDEX/COUNT of the suite (e.g. 0/4), writing the database with
+    /// `.shard-INDEX-of-COUNT` before its extension; inside a Slurm job array this is taken
+    /// from SLURM_ARRAY_TASK_ID / SLURM_ARRAY_TASK_COUNT. Join shards with `autotune merge`.
+    #[arg(long, help_heading = "Database")]
+    shard: Option<String>,
+    /// Rows of the results table.
+    #[arg(long, default_value_t = 10, help_heading = "Output")]
+    top: usize,
+    /// Print the full report as JSON on stdout instead of the table.
+    #[arg(long, help_heading = "Output")]
+    json: bool,
+    /// Write the suite's summary table (Markdown) to this file as well.
+    #[arg(long, requires = "suite", help_heading = "Output")]
+    summary: Option<PathBuf>,
+    /// Enumerate, prune, instantiate and compile every candidate for --arch without a GPU.
+    /// NVRTC is the library $AUTOTUNE_NVRTC names (a file, or a directory holding
+    /// libnvrtc.so.N), else the libnvrtc the dynamic loader finds (NVRTC 13 before 12).
+    #[arg(long, help_heading = "Dry run (no GPU)")]
+    dry_run: bool,
+    /// Target arch for --dry-run, e.g. sm_90 (H100/H200), sm_89 (RTX 4060), sm_61 (GTX 1080 Ti;
+    /// needs NVRTC 12: AUTOTUNE_NVRTC=/path/to/libnvrtc.so.12).
+    #[arg(long, help_heading = "Dry run (no GPU)")]
+    arch: Option<String>,
+}
 
 /// Ctrl-C once: finish the current candidate, record the best so far (partial) and stop.
 /// Twice: leave at once (the journal keeps what finished).
@@ -50,7 +159,7 @@ pub(super) fn worker() -> ! {
 
 /// `shape` with the form the flags `--layout`, `--batch`, `--beta` and `--padded` give it (each
 /// overrides the shape's own tag).
-fn with_form_args(args: &Args, op: Op, shape: Shape) -> Result<Shape> {
+fn with_form_args(args: &TuneArgs, op: Op, shape: Shape) -> Result<Shape> {
     let form = form_flags(
         op,
         shape.form,
@@ -97,8 +206,56 @@ pub(super) fn form_flags(
 }
 
 /// Tunes the shapes of `--shape` or `--suite` (or compiles them, with `--dry-run`).
-pub(super) fn run(args: &Args) -> Result<()> {
-    let (op, shapes) = match (&args.suite, &args.shape) {
+pub(super) fn run(args: &TuneArgs) -> Result<()> {
+    let (op, shapes) = problems(args)?;
+    let catalog = tuning_catalog(args)?;
+    let bars = Bars::new();
+    if args.dry_run {
+        return dry_run(args, &catalog, op, &shapes, &bars);
+    }
+    if args.arch.is_some() {
+        bail!(
+            "--arch only applies with --dry-run: a real run always compiles for the GPU's own arch"
+        );
+    }
+    // An unknown strategy fails before any GPU work.
+    search::by_name(&args.strategy, args.timing.seed)?;
+    // One shard of a suite (Slurm job arrays, several machines) writes its own database.
+    let shard = match &args.shard {
+        Some(text) => Some(Shard::parse(text)?),
+        None => Shard::from_slurm(|k| std::env::var(k).ok())?,
+    };
+    let (shapes, db) = match shard {
+        Some(sh) => (my_shapes(op, &shapes, sh), shard::db_path(&args.db, sh)),
+        None => (shapes, args.db.clone()),
+    };
+    if shapes.is_empty() {
+        eprintln!("nothing to tune in this shard");
+        return Ok(());
+    }
+    // Check the database first: a corrupt or unwritable file stops the run before any GPU
+    // time is spent.
+    if !args.no_save {
+        Database::load(&db)?;
+        Database::check_writable(&db)?;
+    }
+    let devices = parse_devices(args)?;
+    let session = session_options(args, op, db, shard)?;
+    announce_libraries();
+    let printer = Printer {
+        op,
+        bars: &bars,
+        json: args.json,
+        top: args.top,
+    };
+    let cache = nvrtc::Cache::new();
+    let outcome = session::tune_on_devices(&devices, &shapes, &catalog, &cache, &session, &printer);
+    finish(args, op, outcome)
+}
+
+/// The op and shapes of `--suite`, or of `--shape` with its form flags.
+fn problems(args: &TuneArgs) -> Result<(Op, Vec<Shape>)> {
+    Ok(match (&args.suite, &args.shape) {
         (Some(path), _) => {
             let suite = Suite::load(path)?;
             if let Some(op) = &args.op {
@@ -121,125 +278,97 @@ pub(super) fn run(args: &Args) -> Result<()> {
             )
         }
         (None, None) => bail!("give --shape MxNxK (or MxK for gemv) or --suite FILE"),
-    };
-    let catalog = tuning_catalog(args)?;
-    let bars = Bars::new();
+    })
+}
 
-    if args.dry_run {
-        let Some(arch) = &args.arch else {
-            bail!("--dry-run needs --arch sm_XY (e.g. sm_90 for an H100/H200, sm_61 for a GTX 1080 Ti)");
-        };
-        // compute_XY: PTX for that virtual arch (what `verify --ptx-arch` loads), else a cubin.
-        let arch: nvrtc::Target = arch.parse()?;
-        let mut failed = 0;
-        // One cache for the suite: a kernel's source does not depend on the shape.
-        let cache = nvrtc::Cache::new();
-        // And the disk cache tuning runs and the runtime share: a second dry run compiles
-        // nothing.
-        let disk = if args.no_cache {
-            None
-        } else {
-            DiskCache::user_default()
-        };
-        for &shape in &shapes {
-            let r = tune::dry_run(
-                &catalog,
-                op,
-                shape,
-                arch,
-                &args.families,
-                &cache,
-                disk.as_ref(),
-                &bars,
-            )?;
-            let total: usize = r.families.iter().map(|f| f.compiled + f.failed.len()).sum();
-            eprintln!(
-                "{op} {}: {} of {total} kernel(s) compiled by NVRTC now, the rest taken from this run's or the disk cache ({:.1} s)",
-                shape.label(op),
-                r.compiled_now,
-                r.wall_s
-            );
-            if args.json {
-                println!("{}", serde_json::to_string_pretty(&r)?);
-            } else {
-                print!("{}", report::dry_run_table(&r));
-            }
-            failed += r.families.iter().map(|f| f.failed.len()).sum::<usize>();
-        }
-        if failed > 0 {
-            bail!("{failed} config(s) failed to compile for {arch}");
-        }
-        return Ok(());
-    }
-    if args.arch.is_some() {
+/// `--dry-run`: compiles every candidate of `shapes` for `--arch`, no GPU.
+fn dry_run(
+    args: &TuneArgs,
+    catalog: &Catalog,
+    op: Op,
+    shapes: &[Shape],
+    bars: &Bars,
+) -> Result<()> {
+    let Some(arch) = &args.arch else {
         bail!(
-            "--arch only applies with --dry-run: a real run always compiles for the GPU's own arch"
+            "--dry-run needs --arch sm_XY (e.g. sm_90 for an H100/H200, sm_61 for a GTX 1080 Ti)"
         );
-    }
-    // An unknown strategy fails before any GPU work.
-    search::by_name(&args.strategy, args.seed)?;
-
-    // One shard of a suite (Slurm job arrays, several machines) writes its own database.
-    let shard = match &args.shard {
-        Some(text) => Some(Shard::parse(text)?),
-        None => Shard::from_slurm(|k| std::env::var(k).ok())?,
     };
-    let (shapes, db_path) = match shard {
-        Some(sh) => {
-            let mine = shard::select(op, &shapes, sh);
-            eprintln!(
-                "shard {sh}: {} of the {} shape(s): {}",
-                mine.len(),
-                shapes.len(),
-                mine.iter()
-                    .map(|s| s.label(op))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            );
-            (mine, shard_db_path(&args.db, sh))
+    // compute_XY: PTX for that virtual arch (what `verify --ptx-arch` loads), else a cubin.
+    let arch: nvrtc::Target = arch.parse()?;
+    let mut failed = 0;
+    // One cache for the suite: a kernel's source does not depend on the shape.
+    let cache = nvrtc::Cache::new();
+    // And the disk cache tuning runs and the runtime share: a second dry run compiles nothing.
+    let disk = if args.no_cache {
+        None
+    } else {
+        DiskCache::user_default()
+    };
+    for &shape in shapes {
+        let r = tune::dry_run(
+            catalog,
+            op,
+            shape,
+            arch,
+            &args.families,
+            &cache,
+            disk.as_ref(),
+            bars,
+        )?;
+        let total: usize = r.families.iter().map(|f| f.compiled + f.failed.len()).sum();
+        eprintln!(
+            "{op} {}: {} of {total} kernel(s) compiled by NVRTC now, the rest taken from this run's or the disk cache ({:.1} s)",
+            shape.label(op),
+            r.compiled_now,
+            r.wall_s
+        );
+        if args.json {
+            println!("{}", serde_json::to_string_pretty(&r)?);
+        } else {
+            print!("{}", report::dry_run_table(&r));
         }
-        None => (shapes, args.db.clone()),
-    };
-    if shapes.is_empty() {
-        eprintln!("nothing to tune in this shard");
-        return Ok(());
+        failed += r.families.iter().map(|f| f.failed.len()).sum::<usize>();
     }
+    if failed > 0 {
+        bail!("{failed} config(s) failed to compile for {arch}");
+    }
+    Ok(())
+}
 
-    // Check the database first: a corrupt or unwritable file stops the run before any GPU
-    // time is spent.
-    if !args.no_save {
-        Database::load(&db_path)?;
-        Database::check_writable(&db_path)?;
-    }
-    let devices = parse_devices(args)?;
-    let stop = interrupt_flag()?;
-    let isolation = worker_settings(args.in_process)?;
-    // Journals live next to the database unless told otherwise; --no-save keeps none.
-    let journal_dir = match (&args.journal_dir, args.no_save) {
-        (Some(d), _) => Some(d.clone()),
-        (None, true) => None,
-        (None, false) => Some(
-            db_path
-                .parent()
-                .map_or_else(|| PathBuf::from("journal"), |p| p.join("journal")),
-        ),
-    };
+/// The shapes of shard `sh`, said on stderr.
+fn my_shapes(op: Op, shapes: &[Shape], sh: Shard) -> Vec<Shape> {
+    let mine = shard::select(op, shapes, sh);
+    let labels: Vec<String> = mine.iter().map(|s| s.label(op)).collect();
+    eprintln!(
+        "shard {sh}: {} of the {} shape(s): {}",
+        mine.len(),
+        shapes.len(),
+        labels.join(", ")
+    );
+    mine
+}
+
+/// What the session does, from the flags: `db` is the database it writes (the shard's).
+fn session_options(
+    args: &TuneArgs,
+    op: Op,
+    db: PathBuf,
+    shard: Option<Shard>,
+) -> Result<SessionOptions> {
+    let journal_dir = journal::dir_for(args.journal_dir.as_deref(), &db, !args.no_save);
     if args.resume && journal_dir.is_none() {
         bail!("--resume needs a journal: drop --no-save or give --journal-dir");
     }
-    let opts = TuneOptions {
-        seed: args.seed,
-        timing: if args.quick {
-            TimingSettings::quick()
-        } else {
-            TimingSettings::default()
-        },
+    let run = TuneOptions {
+        seed: args.timing.seed,
+        timing: args.timing.settings(),
         families: args.families.clone(),
         budget: args.budget.map(|b| b as usize),
-        isolation,
+        isolation: args.run.isolation()?,
         journal: None,
         resume: args.resume,
-        stop: Some(stop.clone()),
+        stop: Some(interrupt_flag()?),
         // Set per shape (--time is a limit for each).
         deadline: None,
         disk_cache: if args.no_cache {
@@ -248,87 +377,36 @@ pub(super) fn run(args: &Args) -> Result<()> {
             DiskCache::user_default()
         },
     };
-    let session = SessionOptions {
+    Ok(SessionOptions {
         op,
-        run: opts,
+        run,
         strategy: args.strategy.clone(),
-        seed: args.seed,
+        seed: args.timing.seed,
         time_limit: args.time,
         journal_dir,
-        db: db_path,
+        db,
         save: !args.no_save,
         shard,
-    };
-    let printer = Printer {
-        op,
-        bars: &bars,
-        json: args.json,
-        top: args.top,
-    };
-    let cache = nvrtc::Cache::new();
-    // Which NVRTC compiles (AUTOTUNE_NVRTC chooses); when it is missing, tuning says so.
+    })
+}
+
+/// Says which NVRTC compiles (AUTOTUNE_NVRTC chooses) and which cuBLAS is the baseline
+/// (AUTOTUNE_CUBLAS chooses); when one is missing, tuning says so.
+fn announce_libraries() {
     if let Ok(which) = nvrtc::describe() {
         eprintln!("compiling with NVRTC {which}");
     }
-    // Which cuBLAS is the baseline (AUTOTUNE_CUBLAS chooses); when it is missing, the bench
-    // says so.
     if let Ok(which) = cublas_lib::describe() {
         eprintln!("baseline: cuBLAS {which}");
     }
-    let tune_on = |d: usize, part: &[Shape]| {
-        session::tune_shapes(d, part, &catalog, &cache, &session, &printer).map_err(|e| match e {
-            // The database's own error, so that `advise` finds it and adds the --db advice.
-            SessionError::Db(e) => anyhow::Error::from(e),
-            e => anyhow::Error::from(e),
-        })
-    };
-    // The suite's shapes are spread over the GPUs (balanced by work); every GPU shares the
-    // compile caches.
-    let outcomes: Vec<Result<SessionOutcome>> = if devices.len() == 1 {
-        vec![tune_on(devices[0], &shapes)]
-    } else {
-        let parts = shard::balance(op, &shapes, devices.len());
-        std::thread::scope(|scope| {
-            let handles: Vec<_> = devices
-                .iter()
-                .zip(&parts)
-                .filter(|(_, part)| !part.is_empty())
-                .map(|(&d, part)| {
-                    let tune_on = &tune_on;
-                    scope.spawn(move || tune_on(d, part))
-                })
-                .collect();
-            handles
-                .into_iter()
-                .map(|h| {
-                    h.join()
-                        .unwrap_or_else(|_| Err(anyhow::anyhow!("a device thread panicked")))
-                })
-                .collect()
-        })
-    };
-    let mut lost = Vec::new();
-    let mut errors = Vec::new();
-    let mut by_gpu: Vec<(GpuRecord, Vec<Entry>)> = Vec::new();
-    for o in outcomes {
-        match o {
-            Ok(o) => {
-                lost.extend(o.lost);
-                if let Some(gpu) = o.gpu {
-                    match by_gpu.iter_mut().find(|(g, _)| g.name == gpu.name) {
-                        Some((_, w)) => w.extend(o.winners),
-                        None => by_gpu.push((gpu, o.winners)),
-                    }
-                }
-            }
-            Err(e) => errors.push(super::advice::advise(e, super::advice::DbArg::Db)),
-        }
-    }
+}
+
+/// Prints a suite's tables (and writes --summary), then fails with the devices' errors or the
+/// shapes nothing validated for.
+fn finish(args: &TuneArgs, op: Op, outcome: DevicesOutcome) -> Result<()> {
     if args.suite.is_some() {
         let mut all_md = String::new();
-        for (gpu, winners) in &mut by_gpu {
-            // Suite order, whichever GPU finished first.
-            winners.sort_by_key(|e| shapes.iter().position(|s| *s == e.shape()));
+        for (gpu, winners) in &outcome.by_gpu {
             let refs: Vec<_> = winners.iter().collect();
             let md = report::suite_markdown(op, gpu, &refs);
             println!("\n{md}");
@@ -340,37 +418,39 @@ pub(super) fn run(args: &Args) -> Result<()> {
         }
     }
     // The errors keep their types, so that main can add the advice for them.
+    let mut errors: Vec<anyhow::Error> = outcome
+        .errors
+        .into_iter()
+        .map(|e| super::advice::advise(session_error(e), super::advice::DbArg::Db))
+        .collect();
     match errors.len() {
         0 => {}
         1 => return Err(errors.remove(0)),
         _ => return Err(super::advice::DevicesFailed(errors).into()),
     }
-    if !lost.is_empty() {
+    if !outcome.lost.is_empty() {
         bail!(
             "no valid config for {} shape(s): {}",
-            lost.len(),
-            lost.join(", ")
+            outcome.lost.len(),
+            outcome.lost.join(", ")
         );
     }
     Ok(())
 }
 
-/// `tuning.toml` -> `tuning.shard-2-of-8.toml`: each shard writes its own database, joined
-/// afterwards with `autotune merge`.
-fn shard_db_path(db: &std::path::Path, sh: Shard) -> PathBuf {
-    let stem = db
-        .file_stem()
-        .map_or_else(|| "tuning".into(), |s| s.to_string_lossy().into_owned());
-    let ext = db
-        .extension()
-        .map_or_else(|| "toml".into(), |s| s.to_string_lossy().into_owned());
-    db.with_file_name(format!("{stem}.shard-{}-of-{}.{ext}", sh.index, sh.count))
+/// A session's error, the database's own where it is one, so that `advise` finds it and adds
+/// the --db advice.
+fn session_error(e: SessionError) -> anyhow::Error {
+    match e {
+        SessionError::Db(e) => anyhow::Error::from(e),
+        e => anyhow::Error::from(e),
+    }
 }
 
 /// The GPUs to use: `--devices 0,1` / `--devices all`, else `--device N`.
-fn parse_devices(args: &Args) -> Result<Vec<usize>> {
+fn parse_devices(args: &TuneArgs) -> Result<Vec<usize>> {
     let Some(list) = &args.devices else {
-        return Ok(vec![args.device]);
+        return Ok(vec![args.run.device]);
     };
     if list.trim() == "all" {
         let n = autotune::cuda::device::device_count()?;
@@ -574,21 +654,11 @@ pub(super) fn catalog(spaces: Option<&std::path::Path>) -> Result<Catalog> {
 
 /// The families a tuning run may use: [`catalog`], only the deterministic ones with
 /// `--deterministic`.
-fn tuning_catalog(args: &Args) -> Result<Catalog> {
+fn tuning_catalog(args: &TuneArgs) -> Result<Catalog> {
     let catalog = catalog(args.spaces.as_deref())?;
     Ok(if args.deterministic {
         catalog.deterministic_only(&args.families)?
     } else {
         catalog
     })
-}
-
-/// Worker processes run this executable (`autotune __worker`); `None` with --in-process.
-pub(super) fn worker_settings(in_process: bool) -> Result<Option<WorkerSettings>> {
-    if in_process {
-        return Ok(None);
-    }
-    let exe = std::env::current_exe()
-        .context("finding this executable to start benchmark workers (or pass --in-process)")?;
-    Ok(Some(WorkerSettings::new(exe)))
 }

@@ -2,15 +2,13 @@
 //! entries' problems and edge shapes, timing against the record, stale checksums), and exits
 //! non-zero when a kernel fails.
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc::{self, Target};
 use autotune::db::Database;
-use autotune::measure::timing::TimingSettings;
 use autotune::problem::{Op, Shape};
-use autotune::tuning::sweep;
-use autotune::tuning::verdict::{Policy, Report, Subject, DEFAULT_MAX_SLOWDOWN};
-use autotune::tuning::verify::{self, VerifyOptions};
+use autotune::tuning::verdict::{Policy, Report, DEFAULT_MAX_SLOWDOWN};
+use autotune::tuning::verify::{self, Selection, VerifyOptions};
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
@@ -31,9 +29,6 @@ pub(super) struct VerifyArgs {
     /// Only the entries (and, with --space-ends, the space ends) of this family; repeatable.
     #[arg(long)]
     family: Vec<String>,
-    /// CUDA device ordinal.
-    #[arg(long, default_value_t = 0)]
-    device: usize,
     /// An entry fails when it runs more than this many times slower than recorded, relative
     /// to cuBLAS timed in the same process (1.25: 25% slower).
     #[arg(long, default_value_t = DEFAULT_MAX_SLOWDOWN, value_parser = parse_slowdown)]
@@ -53,16 +48,10 @@ pub(super) struct VerifyArgs {
     /// Also validate the first and last config of every family's space on the edge shapes.
     #[arg(long)]
     space_ends: bool,
-    /// Run kernels in this process instead of worker processes (compute-sanitizer needs it):
-    /// a faulting kernel then ends the run.
-    #[arg(long)]
-    in_process: bool,
-    /// Fewer timing samples.
-    #[arg(long)]
-    quick: bool,
-    /// Seed of the inputs.
-    #[arg(long, default_value_t = 0x5EED, value_parser = clap::value_parser!(u64).range(0..=i64::MAX as u64))]
-    seed: u64,
+    #[command(flatten)]
+    timing: super::TimingArgs,
+    #[command(flatten)]
+    run: super::RunArgs,
     /// Print the report as JSON on stdout instead of the table.
     #[arg(long)]
     json: bool,
@@ -98,104 +87,33 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
     for f in &a.family {
         catalog.get(f)?;
     }
-    let wanted = |family: &str| a.family.is_empty() || a.family.iter().any(|f| f == family);
     let db = Database::load_existing(&a.db)?;
-    let dev = Device::open(a.device)?;
-    let gpu = match &a.gpu {
-        Some(g) => autotune::report::gpus::resolve_gpu(&db, &a.db.display().to_string(), g)?,
-        None => dev.info.name.clone(),
-    };
-    let entries: Vec<_> = db
-        .entries
-        .iter()
-        .filter(|e| e.gpu == gpu)
-        .filter(|e| op.is_none_or(|o| e.op == o))
-        .filter(|e| shape.is_none_or(|s| e.shape() == s))
-        .filter(|e| wanted(&e.family))
-        .collect();
-    if entries.is_empty() && !a.space_ends {
-        let have: Vec<String> = db
-            .gpus
-            .iter()
-            .map(|g| {
-                let n = db.entries.iter().filter(|e| e.gpu == g.name).count();
-                format!("'{}' ({n} entries)", g.name)
-            })
-            .collect();
-        bail!(
-            "{} has no entry for '{gpu}'{}{}; it has: {}",
-            a.db.display(),
-            op.map_or(String::new(), |o| format!(", op {o}")),
-            shape.map_or(String::new(), |s| format!(
-                ", shape {}",
-                s.label(op.unwrap_or(Op::Gemm))
-            )),
-            if have.is_empty() {
-                "none".to_string()
-            } else {
-                have.join(", ")
-            }
-        );
-    }
-    let mut subjects: Vec<Subject> = entries
-        .iter()
-        .map(|e| {
-            let current = catalog.get(&e.family).ok().map(|f| f.checksum.as_str());
-            Subject::of_entry(e, current)
-        })
-        .collect();
-    if a.space_ends {
-        for o in [Op::Gemm, Op::Gemv] {
-            if op.is_some_and(|x| x != o) {
-                continue;
-            }
-            for f in catalog.for_op(o).filter(|f| wanted(f.name())) {
-                for c in sweep::family_ends(f, &dev.info.limits)
-                    .with_context(|| format!("pruning the space of {}", f.name()))?
-                {
-                    if !subjects.iter().any(|s| s.config == c) {
-                        subjects.push(Subject::representative(o, c, true));
-                    }
-                }
-            }
-        }
-    }
-    let timing_not_comparable = match target {
-        Some(t) => Some(format!(
-            "the kernels are PTX for {t}, JIT-compiled by the driver for {} ({}): these are neither the tuned cubins' times nor a {t} GPU's",
-            dev.info.name, dev.info.arch
-        )),
-        None if gpu != dev.info.name => Some(format!(
-            "the entries are {gpu}'s, the kernels ran on {}",
-            dev.info.name
-        )),
-        None => None,
-    };
-    let mut isolation = super::tuning::worker_settings(a.in_process)?;
-    if let (Some(w), Some(_)) = (isolation.as_mut(), target) {
-        // The driver JIT-compiles PTX when a worker loads it: seconds for a large kernel.
-        w.floor = w.floor.max(std::time::Duration::from_secs(30));
-    }
-    let opts = VerifyOptions {
-        seed: a.seed,
-        timing: if a.quick {
-            TimingSettings::quick()
-        } else {
-            TimingSettings::default()
+    let dev = Device::open(a.run.device)?;
+    let selection = Selection {
+        gpu: match &a.gpu {
+            Some(g) => autotune::report::gpus::resolve_gpu(&db, &a.db.display().to_string(), g)?,
+            None => dev.info.name.clone(),
         },
-        target,
-        edge_only: a.edge_only,
-        isolation,
+        op,
+        shape,
+        families: a.family.clone(),
+        space_ends: a.space_ends,
     };
+    let origin = a.db.display().to_string();
+    let (entries, subjects) =
+        verify::subjects(&db, &origin, &catalog, &selection, &dev.info.limits)?;
+    let gpu = selection.gpu;
+    let timing_not_comparable = not_comparable(target, &gpu, &dev);
+    let opts = options(a, target)?;
     let target_used = verify::target(&dev, &opts)?;
     let nvrtc = nvrtc::describe()?;
     let cublas = autotune::cuda::cublas_lib::describe()?;
     eprintln!(
         "verify: {} entr{} of {gpu} in {}{} on {} ({}), device {}; {} with NVRTC {nvrtc}; baseline cuBLAS {cublas}; kernels run {}",
-        entries.len(),
-        if entries.len() == 1 { "y" } else { "ies" },
+        entries,
+        if entries == 1 { "y" } else { "ies" },
         a.db.display(),
-        match subjects.len() - entries.len() {
+        match subjects.len() - entries {
             0 => String::new(),
             n => format!(", and {n} space end(s)"),
         },
@@ -207,7 +125,7 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
         } else {
             format!("cubins for {target_used}")
         },
-        if a.in_process {
+        if a.run.in_process {
             "in this process"
         } else {
             "in worker processes"
@@ -229,8 +147,45 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
         },
         subjects.into_iter().zip(measured).collect(),
     );
-    if a.json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+    conclude(&report, a.json)
+}
+
+/// Why the timings are not judged, if they are not: PTX JIT-compiled for another arch, or
+/// another GPU's entries.
+fn not_comparable(target: Option<Target>, gpu: &str, dev: &Device) -> Option<String> {
+    match target {
+        Some(t) => Some(format!(
+            "the kernels are PTX for {t}, JIT-compiled by the driver for {} ({}): these are neither the tuned cubins' times nor a {t} GPU's",
+            dev.info.name, dev.info.arch
+        )),
+        None if gpu != dev.info.name => Some(format!(
+            "the entries are {gpu}'s, the kernels ran on {}",
+            dev.info.name
+        )),
+        None => None,
+    }
+}
+
+/// How kernels run and are timed, from the flags; `target`: PTX for --ptx-arch.
+fn options(a: &VerifyArgs, target: Option<Target>) -> Result<VerifyOptions> {
+    let mut isolation = a.run.isolation()?;
+    if let (Some(w), Some(_)) = (isolation.as_mut(), target) {
+        // The driver JIT-compiles PTX when a worker loads it: seconds for a large kernel.
+        w.floor = w.floor.max(std::time::Duration::from_secs(30));
+    }
+    Ok(VerifyOptions {
+        seed: a.timing.seed,
+        timing: a.timing.settings(),
+        target,
+        edge_only: a.edge_only,
+        isolation,
+    })
+}
+
+/// Prints the report (a table, or JSON) and fails when a kernel failed.
+fn conclude(report: &Report, json: bool) -> Result<()> {
+    if json {
+        println!("{}", serde_json::to_string_pretty(report)?);
     } else {
         print!("{}", report.table().render());
         print!("{}", report.findings_text());

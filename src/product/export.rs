@@ -27,8 +27,10 @@
 //! comment), or `nullptr`: then the helper allocates, zeroes and frees one itself, in stream
 //! order (`cudaMallocAsync`), on every call.
 
+use crate::cuda::nvrtc::{self, CompileError, Compiled};
 use crate::family::catalog::{Family, Freshness, Kernel, Source};
 use crate::family::space::{Interface, Launch, Limits, SpaceError, WorkspaceZero};
+use crate::gpu::Arch;
 use crate::problem::{Op, Shape};
 use crate::product::lookup::{Choice, Rule};
 use std::fmt::{self, Write as _};
@@ -75,6 +77,74 @@ pub enum ExportError {
         /// Why (boxed: the error is large).
         source: Box<SpaceError>,
     },
+    /// NVRTC is missing or cannot target the arch.
+    #[error(transparent)]
+    Nvrtc(#[from] CompileError),
+    /// The kernel did not compile.
+    #[error("compiling {kernel} for {arch}")]
+    Compile {
+        /// The kernel name.
+        kernel: String,
+        /// The arch.
+        arch: Arch,
+        /// Why.
+        source: CompileError,
+    },
+    /// The exported header did not compile.
+    #[error("the exported header does not compile with NVRTC")]
+    Header {
+        /// Why.
+        source: CompileError,
+    },
+}
+
+/// The kernel `choice` runs for `shape`, compiled by NVRTC for `arch` as tuning compiled it
+/// (`export --format cubin`): for cuobjdump, or a product's own module loading.
+pub fn cubin(
+    choice: &Choice,
+    family: &Family,
+    shape: Shape,
+    limits: &Limits,
+    arch: Arch,
+) -> Result<Compiled, ExportError> {
+    let config = choice.config();
+    let source = family
+        .kernel(&config, shape, limits)
+        .map_err(|e| ExportError::Launch {
+            kernel: family.kernel_name_for(&config, shape),
+            source: Box::new(e),
+        })?
+        .source;
+    nvrtc::check_arch(arch)?;
+    nvrtc::compile(&source, arch).map_err(|source_err| ExportError::Compile {
+        kernel: source.kernel_name.clone(),
+        arch,
+        source: source_err,
+    })
+}
+
+/// Checks that `header` (exported for `family`, `op`, `shape`) compiles with NVRTC for `arch`,
+/// after `prelude` (another exported header, or nothing) in one translation unit.
+pub fn check_header(
+    header: &str,
+    prelude: &str,
+    family: &str,
+    op: Op,
+    shape: Shape,
+    arch: Arch,
+) -> Result<Compiled, ExportError> {
+    let mut code = prelude.to_string();
+    if !code.is_empty() && !code.ends_with('\n') {
+        code.push('\n');
+    }
+    code.push_str(header);
+    let source = Source {
+        family: family.to_string(),
+        kernel_name: helper_name(op, shape),
+        code,
+    };
+    nvrtc::check_arch(arch)?;
+    nvrtc::compile(&source, arch).map_err(|source| ExportError::Header { source })
 }
 
 /// An export format.

@@ -322,9 +322,34 @@ pub fn path_for(dir: &Path, gpu: &str, op: Op, shape: Shape) -> PathBuf {
     dir.join(format!("{slug}-{}-{label}.jsonl", op.name()))
 }
 
+/// Where a run's journals go: `explicit` when given, else `journal/` next to the database it
+/// saves to (`db`); none when it saves nothing (`save` false) and no directory is given.
+pub fn dir_for(explicit: Option<&Path>, db: &Path, save: bool) -> Option<PathBuf> {
+    match (explicit, save) {
+        (Some(d), _) => Some(d.to_path_buf()),
+        (None, false) => None,
+        (None, true) => Some(
+            db.parent()
+                .map_or_else(|| PathBuf::from("journal"), |p| p.join("journal")),
+        ),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn journals_go_next_to_the_database_unless_told_otherwise() {
+        let db = Path::new("results/tuning.toml");
+        assert_eq!(
+            dir_for(None, db, true),
+            Some(PathBuf::from("results/journal"))
+        );
+        assert_eq!(dir_for(None, db, false), None);
+        let mine = Path::new("/tmp/j");
+        assert_eq!(dir_for(Some(mine), db, false), Some(mine.to_path_buf()));
+    }
     use crate::measure::outcome::Stage;
 
     fn header() -> Header {

@@ -13,7 +13,7 @@ use crate::problem::{Op, Shape};
 use crate::search::{self, SearchError};
 use crate::tuning::journal;
 use crate::tuning::recheck;
-use crate::tuning::shard::Shard;
+use crate::tuning::shard::{self, Shard};
 use crate::tuning::tune::{self, Progress, TuneError, TuneOptions};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -140,6 +140,81 @@ pub enum SessionError {
     /// Interrupted between two shapes.
     #[error("interrupted between shapes: the shapes tuned so far were recorded")]
     InterruptedBetweenShapes,
+    /// The thread tuning on a device panicked.
+    #[error("the thread tuning on device {device} panicked")]
+    Panicked {
+        /// The device ordinal.
+        device: usize,
+    },
+}
+
+/// What a session over several devices produced.
+#[derive(Debug, Default)]
+pub struct DevicesOutcome {
+    /// Each GPU's record and its winners, in the order of the shapes given (whichever device
+    /// finished first).
+    pub by_gpu: Vec<(GpuRecord, Vec<Entry>)>,
+    /// Shapes where no candidate validated.
+    pub lost: Vec<String>,
+    /// Why a device stopped, one per device that did.
+    pub errors: Vec<SessionError>,
+}
+
+/// Tunes `shapes` on `devices` at once: the shapes are spread over them, balanced by work
+/// ([`shard::balance`]), one thread per device, every device sharing the compile caches; then
+/// the winners are gathered per GPU. One device is [`tune_shapes`] on all of them.
+pub fn tune_on_devices(
+    devices: &[usize],
+    shapes: &[Shape],
+    catalog: &Catalog,
+    cache: &nvrtc::Cache,
+    opts: &SessionOptions,
+    observer: &(dyn Observer + Sync),
+) -> DevicesOutcome {
+    let outcomes: Vec<Result<SessionOutcome, SessionError>> = match devices {
+        [d] => vec![tune_shapes(*d, shapes, catalog, cache, opts, observer)],
+        _ => {
+            let parts = shard::balance(opts.op, shapes, devices.len());
+            std::thread::scope(|scope| {
+                let handles: Vec<_> = devices
+                    .iter()
+                    .zip(&parts)
+                    .filter(|(_, part)| !part.is_empty())
+                    .map(|(&d, part)| {
+                        let h = scope
+                            .spawn(move || tune_shapes(d, part, catalog, cache, opts, observer));
+                        (d, h)
+                    })
+                    .collect();
+                handles
+                    .into_iter()
+                    .map(|(d, h)| {
+                        h.join()
+                            .unwrap_or(Err(SessionError::Panicked { device: d }))
+                    })
+                    .collect()
+            })
+        }
+    };
+    let mut out = DevicesOutcome::default();
+    for o in outcomes {
+        match o {
+            Ok(o) => {
+                out.lost.extend(o.lost);
+                if let Some(gpu) = o.gpu {
+                    match out.by_gpu.iter_mut().find(|(g, _)| g.name == gpu.name) {
+                        Some((_, w)) => w.extend(o.winners),
+                        None => out.by_gpu.push((gpu, o.winners)),
+                    }
+                }
+            }
+            Err(e) => out.errors.push(e),
+        }
+    }
+    for (_, winners) in &mut out.by_gpu {
+        winners.sort_by_key(|e| shapes.iter().position(|s| *s == e.shape()));
+    }
+    out
 }
 
 /// Tunes `shapes` one after another on device `ordinal`, saving each winner as soon as it is

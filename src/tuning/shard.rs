@@ -3,6 +3,7 @@
 //! same suite, so shards need no coordination, and each shape lands in exactly one shard.
 
 use crate::problem::{Op, Shape};
+use std::path::{Path, PathBuf};
 
 /// Why a shard could not be chosen.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -161,10 +162,38 @@ pub fn select(op: Op, shapes: &[Shape], shard: Shard) -> Vec<Shape> {
         .unwrap_or_default()
 }
 
+/// The database `shard` of a suite writes: `tuning.toml` -> `tuning.shard-2-of-8.toml` (each
+/// shard writes its own, joined afterwards with `autotune merge`).
+pub fn db_path(db: &Path, shard: Shard) -> PathBuf {
+    let stem = db
+        .file_stem()
+        .map_or_else(|| "tuning".into(), |s| s.to_string_lossy().into_owned());
+    let ext = db
+        .extension()
+        .map_or_else(|| "toml".into(), |s| s.to_string_lossy().into_owned());
+    db.with_file_name(format!(
+        "{stem}.shard-{}-of-{}.{ext}",
+        shard.index, shard.count
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::collections::HashMap;
+
+    #[test]
+    fn a_shard_writes_its_own_database_beside_the_given_one() {
+        let sh = Shard { index: 2, count: 8 };
+        assert_eq!(
+            db_path(Path::new("results/tuning.toml"), sh),
+            Path::new("results/tuning.shard-2-of-8.toml")
+        );
+        assert_eq!(
+            db_path(Path::new("db"), sh),
+            Path::new("db.shard-2-of-8.toml")
+        );
+    }
 
     fn s(m: u64, n: u64, k: u64) -> Shape {
         Shape::mnk(m, n, k)

@@ -17,11 +17,13 @@ use crate::cuda::bench::RunError;
 use crate::cuda::device::Device;
 use crate::cuda::isolate::WorkerSettings;
 use crate::cuda::nvrtc::{self, Target};
+use crate::db::Database;
 use crate::family::catalog::Catalog;
-use crate::family::space::Config;
+use crate::family::space::{Config, Limits, SpaceError};
 use crate::measure::timing::TimingSettings;
 use crate::problem::{Op, Shape};
 use crate::tuning::evaluator::{compile_configs, Evaluator};
+use crate::tuning::sweep;
 use crate::tuning::verdict::{self, Check, Measurements, Retimed, Subject};
 use std::collections::BTreeMap;
 
@@ -66,6 +68,121 @@ pub enum VerifyError {
         /// Why.
         source: RunError,
     },
+    /// The selection holds no entry (and no space ends).
+    #[error("{db} has no entry for '{gpu}'{filter}; it has: {have}")]
+    NoEntries {
+        /// The database, as the user named it.
+        db: String,
+        /// The GPU asked for.
+        gpu: String,
+        /// The op and shape filters, e.g. `, op gemm, shape 64x64x64`.
+        filter: String,
+        /// The GPUs the database has, with their entry counts.
+        have: String,
+    },
+    /// A family's space could not be pruned for its ends.
+    #[error("pruning the space of {family}: {source}")]
+    Space {
+        /// The family.
+        family: String,
+        /// Why.
+        source: Box<SpaceError>,
+    },
+}
+
+/// Which kernels a verification checks: a GPU's entries (of an op, a shape, families), and
+/// the ends of the families' spaces.
+#[derive(Debug, Clone, Default)]
+pub struct Selection {
+    /// The GPU whose entries, as the database names it.
+    pub gpu: String,
+    /// Only the entries of this op (and the space ends of its families).
+    pub op: Option<Op>,
+    /// Only the entry of this shape.
+    pub shape: Option<Shape>,
+    /// Only these families (every one when empty).
+    pub families: Vec<String>,
+    /// Also the first and last config of every family's space, on the edge shapes.
+    pub space_ends: bool,
+}
+
+impl Selection {
+    fn wants(&self, family: &str) -> bool {
+        self.families.is_empty() || self.families.iter().any(|f| f == family)
+    }
+}
+
+/// The subjects `sel` picks in `db` (named `origin` in messages): the entries first, each
+/// with its freshness against `catalog`, then the space ends (on `limits`) no entry already
+/// holds. Returns how many are entries, and the subjects.
+pub fn subjects(
+    db: &Database,
+    origin: &str,
+    catalog: &Catalog,
+    sel: &Selection,
+    limits: &Limits,
+) -> Result<(usize, Vec<Subject>), VerifyError> {
+    let entries: Vec<_> = db
+        .entries
+        .iter()
+        .filter(|e| e.gpu == sel.gpu)
+        .filter(|e| sel.op.is_none_or(|o| e.op == o))
+        .filter(|e| sel.shape.is_none_or(|s| e.shape() == s))
+        .filter(|e| sel.wants(&e.family))
+        .collect();
+    if entries.is_empty() && !sel.space_ends {
+        let have: Vec<String> = db
+            .gpus
+            .iter()
+            .map(|g| {
+                let n = db.entries.iter().filter(|e| e.gpu == g.name).count();
+                format!("'{}' ({n} entries)", g.name)
+            })
+            .collect();
+        return Err(VerifyError::NoEntries {
+            db: origin.to_string(),
+            gpu: sel.gpu.clone(),
+            filter: format!(
+                "{}{}",
+                sel.op.map_or(String::new(), |o| format!(", op {o}")),
+                sel.shape.map_or(String::new(), |s| format!(
+                    ", shape {}",
+                    s.label(sel.op.unwrap_or(Op::Gemm))
+                )),
+            ),
+            have: if have.is_empty() {
+                "none".to_string()
+            } else {
+                have.join(", ")
+            },
+        });
+    }
+    let mut subjects: Vec<Subject> = entries
+        .iter()
+        .map(|e| {
+            let current = catalog.get(&e.family).ok().map(|f| f.checksum.as_str());
+            Subject::of_entry(e, current)
+        })
+        .collect();
+    if sel.space_ends {
+        for o in Op::ALL {
+            if sel.op.is_some_and(|x| x != o) {
+                continue;
+            }
+            for f in catalog.for_op(o).filter(|f| sel.wants(f.name())) {
+                let ends = sweep::family_ends(f, limits).map_err(|e| VerifyError::Space {
+                    family: f.name().to_string(),
+                    source: Box::new(e),
+                })?;
+                for c in ends {
+                    if !subjects.iter().any(|s| s.config == c) {
+                        subjects.push(Subject::representative(o, c, true));
+                    }
+                }
+            }
+        }
+    }
+    Ok((entries.len(), subjects))
 }
 
 /// The target `opts` compile for on `dev`: its own cubin, or the PTX asked for when the device
