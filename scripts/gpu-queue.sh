@@ -1,0 +1,53 @@
+# Sourced by a GPU plan (a bash script run from the repository root on the GPU machine, with the
+# binaries scripts/build-gpu.sh puts in .gpu/): runs the plan's steps strictly in order within
+# one call's time, keeping state on the machine so the next call on the same warm machine goes
+# on where this one stopped.
+#
+#   Q=/tmp/q1 LIMIT=570 source scripts/gpu-queue.sh
+#   step verify 300 "$AT" verify --db "$DB"
+#   step evaluate 60 "$AT" evaluate --op gemm --random 60 --seed 4001 --db "$DB" --out "$Q/e.md"
+#   finish   # archives $Q into $OUT/<name of $Q>.tgz
+#
+# A step runs when it has not succeeded in an earlier call (a file in $Q/done), no earlier step
+# of this call was left over, and its estimate fits in the time left; it is killed at the
+# call's limit. Its log is $Q/logs/<name>.log; $Q/summary.txt gets its exit status, time and
+# the lines of its log that carry results. Commands are programs, not shell functions (wrap a
+# function in `bash -c "$(declare -f f); f ..."`).
+# shellcheck shell=bash
+
+: "${Q:?set Q to the state directory of the plan, e.g. /tmp/q1}"
+LIMIT=${LIMIT:-570}
+mkdir -p "$Q/done" "$Q/logs"
+[ -f "$Q/gpu.txt" ] ||
+  nvidia-smi --query-gpu=name,driver_version,clocks.max.sm,memory.total --format=csv >"$Q/gpu.txt"
+AT=$PWD/.gpu/autotune
+# Worker processes and the GPU tests start the carried binary, not the path cargo built.
+export AUTOTUNE_BIN=$AT
+STOP=0
+# Lines of a log that carry results.
+RESULT_LINES=${RESULT_LINES:-'^test result|^cover: (gemm|measured)|^leave-one-out|^  x cuBLAS|^Error|^error|^summary|^policy|^runtime|^no guard|^regret|geometric mean|^verify|^\| [0-9]|SUMMARY'}
+
+step() { # name estimate-seconds command...
+  local name=$1 est=$2
+  shift 2
+  [ -f "$Q/done/$name" ] && return 0
+  [ "$STOP" = 1 ] && return 0
+  if [ $((SECONDS + est)) -gt "$LIMIT" ]; then
+    STOP=1
+    echo "== $name: left for the next call (needs ~$est s, $((LIMIT - SECONDS)) s left)" | tee -a "$Q/summary.txt"
+    return 0
+  fi
+  local s=$SECONDS
+  timeout $((LIMIT - SECONDS)) "$@" >"$Q/logs/$name.log" 2>&1
+  local rc=$?
+  echo "== $name: rc $rc, $((SECONDS - s)) s" | tee -a "$Q/summary.txt"
+  grep -E "$RESULT_LINES" "$Q/logs/$name.log" | cut -c1-200 | tail -n 40 | tee -a "$Q/summary.txt"
+  [ $rc = 0 ] && touch "$Q/done/$name"
+  return 0
+}
+
+finish() {
+  echo "done: $(ls "$Q/done" | tr '\n' ' ')"
+  [ -n "${OUT:-}" ] && tar czf "$OUT/$(basename "$Q").tgz" -C "$(dirname "$Q")" "$(basename "$Q")"
+  return 0
+}
