@@ -568,6 +568,49 @@ fn autotune_nvrtc_chooses_nvrtc_12_over_13_on_the_library_path() {
     );
 }
 
+/// A dry run compiles through the disk cache a tuning run and the runtime share: the second
+/// run of the same kernels in a new process compiles none, and `--no-cache` compiles them all.
+#[test]
+fn a_second_dry_run_is_served_from_the_disk_cache() {
+    let Some((dir13, _, _)) = both_nvrtcs() else {
+        return;
+    };
+    let cache = tempfile::tempdir().expect("a temporary directory");
+    let lib = dir13.to_str().expect("a UTF-8 library directory");
+    let env = [
+        ("AUTOTUNE_NVRTC", lib),
+        (
+            "AUTOTUNE_CACHE_DIR",
+            cache.path().to_str().expect("a UTF-8 path"),
+        ),
+    ];
+    let compiled_now = |extra: &[&str]| {
+        let mut args = vec![
+            "--shape",
+            "64x64x64",
+            "--family",
+            "gemm_tiled",
+            "--dry-run",
+            "--arch",
+            "sm_90",
+            "--json",
+        ];
+        args.extend_from_slice(extra);
+        let r = common::run_env(&args, &env);
+        assert!(r.success(), "{}", r.context());
+        let report: Value = serde_json::from_str(&r.stdout).unwrap_or(Value::Null);
+        assert_eq!(report["families"][0]["compiled"], 3, "{}", r.context());
+        report["compiled_now"].as_u64().unwrap_or(u64::MAX)
+    };
+    assert_eq!(compiled_now(&[]), 3, "the first run compiles every kernel");
+    assert_eq!(
+        compiled_now(&[]),
+        0,
+        "the second run is served from the disk cache"
+    );
+    assert_eq!(compiled_now(&["--no-cache"]), 3, "--no-cache bypasses it");
+}
+
 /// Without `AUTOTUNE_NVRTC`, the same library path loads NVRTC 13 (cudarc's file-name order,
 /// whatever the directory order): sm_90 compiles with it, and sm_61 is refused with the advice
 /// to set `AUTOTUNE_NVRTC` to NVRTC 12.
