@@ -22,8 +22,8 @@
 //!
 //! Pure modules (`problem`, `family`, `gpu`, `measure`, `search`, `db`, `fileio`, `provenance`,
 //! `report`, and the pure parts of `tuning`: `plan`, `model`, `journal`, `replay`, `suite`,
-//! `shard`, `recheck`, `outcome`) need
-//! no GPU and no CUDA; `tests/architecture.rs` checks that they import nothing that does.
+//! `shard`, `recheck`, `outcome`) need no GPU and no CUDA; `tests/offline/architecture.rs`
+//! checks that they import nothing that does.
 
 #![warn(missing_docs)]
 

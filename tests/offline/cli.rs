@@ -1,9 +1,8 @@
 //! Command-line behaviour that works without a GPU or NVRTC: `--help`, `best` and `export`
 //! against a committed database. What the command line refuses (bad shapes, options,
-//! databases, suites...) is the table of tests/hostile.rs.
+//! databases, suites...) is the table of tests/offline/hostile.rs.
 
-mod common;
-
+use crate::common;
 use common::{ok, run, H200_DB};
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -156,6 +156,6 @@ fn the_architecture_page_lists_the_pure_modules_this_test_checks() {
     got.sort_unstable();
     assert_eq!(
         got, want,
-        "docs/architecture.md's list of pure modules differs from PURE in tests/architecture.rs"
+        "docs/architecture.md's list of pure modules differs from PURE in tests/offline/architecture.rs"
     );
 }

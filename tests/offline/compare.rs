@@ -3,8 +3,7 @@
 //! are `results/tuning.toml` (as of issue 5) split per GPU, and `tests/data/h100-h200-suites.toml`
 //! is the whole of it.
 
-mod common;
-
+use crate::common;
 use autotune::db::Database;
 use autotune::problem::{Op, Shape};
 use autotune::report::formats::JsonExport;
