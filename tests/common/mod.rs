@@ -29,6 +29,16 @@ pub const GEMM_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suite
 /// A shipped gemv suite.
 pub const GEMV_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suites/gemv.toml");
 
+/// The repository root (the crate's manifest directory).
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The committed test file `tests/data/<name>`.
+pub fn data(name: &str) -> PathBuf {
+    root().join("tests/data").join(name)
+}
+
 // ---------------------------------------------------------------------------------------------
 // Running the binary
 
@@ -75,9 +85,8 @@ pub fn run(args: &[&str]) -> Run {
 /// added to its environment.
 pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(bin());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if root.is_dir() {
-        cmd.current_dir(root);
+    if root().is_dir() {
+        cmd.current_dir(root());
     }
     cmd.args(args);
     for (k, v) in env {

@@ -1,6 +1,7 @@
 //! The module map's rules, checked on the sources: pure modules (no GPU, no CUDA) import
 //! nothing that touches cudarc, and only the CUDA layer and the runtime name cudarc at all.
 
+use crate::common::root;
 use std::path::{Path, PathBuf};
 
 /// Modules that must build and run with no GPU and no CUDA.
@@ -55,10 +56,6 @@ fn rust_files(path: &Path, out: &mut Vec<PathBuf>) {
     } else if path.extension().is_some_and(|x| x == "rs") {
         out.push(path.to_path_buf());
     }
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Lines of code, comments left out (doc comments may mention any module).

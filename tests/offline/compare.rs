@@ -8,15 +8,9 @@ use autotune::db::Database;
 use autotune::problem::{Op, Shape};
 use autotune::report::formats::JsonExport;
 use autotune::tuning::cross::{CrossMeasurement, Portability};
-use common::{fails_with, ok, run};
+use common::{data, fails_with, ok, run};
 use std::fs;
-use std::path::{Path, PathBuf};
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+use std::path::Path;
 
 const H100: &str = "h100-suites.toml";
 const H200: &str = "h200-suites.toml";
