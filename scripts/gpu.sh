@@ -54,7 +54,7 @@ export AUTOTUNE_BIN="$PWD/.gpu/autotune"
 status=0
 if [ "${SKIP_TESTS:-0}" != 1 ]; then
   start=$SECONDS
-  AUTOTUNE_REQUIRE_GPU=1 .gpu/gpu-tests --include-ignored --test-threads=1 --nocapture ${GPU_TESTS_FILTER:-} >"$OUT/gpu-tests.log" 2>&1 || status=1
+  .gpu/gpu-tests --include-ignored --test-threads=1 --nocapture ${GPU_TESTS_FILTER:-} >"$OUT/gpu-tests.log" 2>&1 || status=1
   echo "gpu tests: $(grep -E '^test result' "$OUT/gpu-tests.log" | tail -1) ($((SECONDS - start)) s)" | tee -a "$OUT/summary.txt"
   grep -E "validated|skipped|^sweep" "$OUT/gpu-tests.log" | tee -a "$OUT/summary.txt"
 fi
@@ -212,7 +212,7 @@ if [ -n "${NVRTC12:-}" ]; then
     python3 -c 'import lzma, sys; open(sys.argv[2], "wb").write(lzma.open(sys.argv[1]).read())' "$f" "$d/$(basename "$f" .xz)" || status=1
   done
   start=$SECONDS
-  AUTOTUNE_NVRTC="$d" AUTOTUNE_PTX_ARCH=compute_61 AUTOTUNE_SWEEP=${NVRTC12_SWEEP:-quick} AUTOTUNE_REQUIRE_GPU=1 \
+  AUTOTUNE_NVRTC="$d" AUTOTUNE_PTX_ARCH=compute_61 AUTOTUNE_SWEEP=${NVRTC12_SWEEP:-quick} \
     .gpu/gpu-tests --include-ignored --test-threads=1 --nocapture randomized_sweep_through_older_ptx >"$OUT/nvrtc12-sweep.log" 2>&1 || status=1
   {
     echo "== NVRTC 12, compute_61 PTX sweep: $(grep -E '^test result' "$OUT/nvrtc12-sweep.log" | tail -1) ($((SECONDS - start)) s)"

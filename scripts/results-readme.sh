@@ -3,7 +3,7 @@
 # and the reports committed in results/, with autotune's own commands (export, summary,
 # compare, cross --show, simulate) and the reports' own lines; the dates are each file's last
 # commit. Nothing in it is typed: after changing the database or a report, commit that, then
-# run this and commit its output (tests/cli.rs fails while the page is out of date).
+# run this and commit its output (tests/offline/cli.rs fails while the page is out of date).
 #   bash scripts/results-readme.sh                      # builds autotune, writes results/README.md
 #   AUTOTUNE=target/release/autotune OUT=- bash scripts/results-readme.sh   # print it instead
 # Needs python3 (to read the CSV export and the reports' tables); no GPU.

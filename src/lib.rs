@@ -23,7 +23,7 @@
 //! - [`report`]: tables, charts and GPU comparisons.
 //!
 //! Pure modules need no GPU and no CUDA: `docs/architecture.md` lists them, and
-//! `tests/architecture.rs` checks that they import nothing that does.
+//! `tests/offline/architecture.rs` checks that they import nothing that does.
 
 #![warn(missing_docs)]
 

@@ -1,8 +1,7 @@
 //! GPU checks: every config of every family validated on awkward shapes, and a small tune end
 //! to end. Each test is `#[ignore]`d, so that `cargo test` without a GPU shows them as ignored
 //! rather than passed; `cargo test --test gpu -- --include-ignored` (scripts/gpu.sh) runs them,
-//! and there a missing GPU prints `skipped: <reason>` unless `AUTOTUNE_REQUIRE_GPU=1` (set by
-//! scripts/gpu.sh) turns the skip into a failure.
+//! and there a missing GPU fails them.
 
 mod common;
 
@@ -21,22 +20,11 @@ use autotune::tuning::sweep;
 use autotune::tuning::tune::{self, Silent, TuneOptions};
 use std::collections::BTreeSet;
 
-/// GPU 0, or `None` after [`common::skip`] where there is none (a failure under
-/// `AUTOTUNE_REQUIRE_GPU=1`).
-fn device() -> Option<Device> {
-    if !common::have_gpu() {
-        return None;
-    }
-    match Device::open(0) {
-        Ok(d) => Some(d),
-        Err(e) => {
-            common::skip(
-                common::REQUIRE_GPU,
-                &format!("a GPU seems present, but device 0 does not open: {e}"),
-            );
-            None
-        }
-    }
+/// GPU 0; fails the test where there is none.
+fn device() -> Device {
+    common::require_gpu();
+    Device::open(0)
+        .unwrap_or_else(|e| panic!("a GPU seems present, but device 0 does not open: {e}"))
 }
 
 /// An exhaustive, silent gemm tune of `shape` with `opts`.
@@ -63,7 +51,7 @@ fn tune_gemm(
 /// Validates every valid config of every family of `op` on each shape of `list`: all must
 /// pass, and every family of the op must have been checked.
 fn validate_every_config(op: Op, list: &[&str]) {
-    let Some(dev) = device() else { return };
+    let dev = device();
     let cat = Catalog::builtin().unwrap();
     validate_catalog(&dev, &cat, op, list, &[]);
 }
@@ -130,7 +118,7 @@ fn validate_catalog(dev: &Device, cat: &Catalog, op: Op, list: &[&str], only: &[
 }
 
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn every_gemm_config_validates_on_awkward_shapes() {
     validate_every_config(
         Op::Gemm,
@@ -158,9 +146,9 @@ fn every_gemm_config_validates_on_awkward_shapes() {
 /// 65535 products, past the grid's z limit, with and without a split K), on awkward extents: every valid config must pass, and must leave
 /// the padding between C's rows alone.
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn full_interface_families_validate_every_form() {
-    let Some(dev) = device() else { return };
+    let dev = device();
     let cat = Catalog::builtin().unwrap();
     let mut gemm = Vec::new();
     for l in ["nn", "nt", "tn", "tt"] {
@@ -210,9 +198,9 @@ fn full_interface_families_validate_every_form() {
 /// several row or column tiles, tiles far larger than the matrix, K shorter than one
 /// iteration.
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn gemv_shaped_gemm_configs_are_correct_on_shapes_their_spaces_skip() {
-    let Some(dev) = device() else { return };
+    let dev = device();
     let families = ["gemm_small_m", "gemm_small_m_splitk", "gemm_small_n"];
     let (_tmp, cat) = without_shape_constraints(&families);
     let only: Vec<String> = families.iter().map(|s| s.to_string()).collect();
@@ -275,7 +263,7 @@ fn reads_shape(e: &Expr, space: &toml::Table) -> bool {
 }
 
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn every_gemv_config_validates_on_awkward_shapes() {
     validate_every_config(
         Op::Gemv,
@@ -292,9 +280,9 @@ fn every_gemv_config_validates_on_awkward_shapes() {
 }
 
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn small_tune_writes_a_valid_entry() {
-    let Some(dev) = device() else { return };
+    let dev = device();
     let cat = Catalog::builtin().unwrap();
     let shape = Shape::parse(Op::Gemm, "256x192x320").unwrap();
     let opts = TuneOptions {
@@ -338,9 +326,9 @@ fn small_tune_writes_a_valid_entry() {
 /// good config wins, and the run goes on after faults that kill the worker. Then a run cut
 /// short after 4 candidates resumes from its journal without running them again.
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
-    let Some(dev) = device() else { return };
+    let dev = device();
     let cat = Catalog::from_dir(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/faults"
@@ -431,10 +419,10 @@ fn fault_suite_is_survived_and_resume_skips_finished_candidates() {
 /// or give wrong results (the fault suite's configs, recorded as winners of made-up GPUs) are
 /// failed rows, and the run goes on to measure the good one.
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn cross_isolates_faulting_winners() {
     use autotune::tuning::cross::{self, CrossOptions};
-    let Some(dev) = device() else { return };
+    let dev = device();
     let cat = Catalog::from_dir(std::path::Path::new(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/faults"
@@ -495,11 +483,11 @@ fn cross_isolates_faulting_winners() {
 /// the next runtime, and recording writes the shapes called as a suite. Every result is
 /// checked against a CPU reference.
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn runtime_vendor_guard_online_tuning_and_recording() {
     use autotune::product::online::OnlineTuning;
     use autotune::suite::Suite;
-    let Some(dev) = device() else { return };
+    let dev = device();
     let cat = Catalog::builtin().unwrap();
     let nvrtc = autotune::cuda::nvrtc::nvrtc_version().unwrap();
     let gpu = dev.info.name.clone();
@@ -613,19 +601,14 @@ fn ptx_from_env() -> Option<Target> {
 fn run_sweep(dev: &Device, mode: sweep::Mode, target: Target, label: &str) {
     use autotune::cuda::bench::{Bench, Loaded};
     use std::collections::HashMap;
-    if target.is_ptx() && target.arch() > dev.info.arch {
-        common::skip(
-            common::REQUIRE_GPU,
-            &format!(
-                "{label}: PTX for {target} cannot run on {} ({})",
-                dev.info.name, dev.info.arch
-            ),
-        );
-        return;
-    }
+    assert!(
+        !(target.is_ptx() && target.arch() > dev.info.arch),
+        "{label}: PTX for {target} cannot run on {} ({})",
+        dev.info.name,
+        dev.info.arch
+    );
     if let Err(e) = nvrtc::check_arch(target) {
-        common::skip(common::REQUIRE_GPU, &format!("{label}: {e}"));
-        return;
+        panic!("{label}: {e}");
     }
     let nvrtc = nvrtc::describe().unwrap_or_else(|e| panic!("{e}"));
     let cat = Catalog::builtin().unwrap();
@@ -768,9 +751,9 @@ fn sweep_mode() -> sweep::Mode {
 /// Every family on seeded random problems, compiled as the device runs them (a cubin for its
 /// arch), or as PTX for `AUTOTUNE_PTX_ARCH` when that is set.
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn randomized_sweep_validates_every_family() {
-    let Some(dev) = device() else { return };
+    let dev = device();
     let target = ptx_from_env().unwrap_or(Target::Cubin(dev.info.arch));
     run_sweep(&dev, sweep_mode(), target, "device");
 }
@@ -779,9 +762,9 @@ fn randomized_sweep_validates_every_family() {
 /// compute_75, the oldest NVRTC 13 targets): the driver JIT-compiles it, so the templates'
 /// `__CUDA_ARCH__ < 800` paths (no cp.async, scalar atomics) run and are validated here.
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn randomized_sweep_through_older_ptx() {
-    let Some(dev) = device() else { return };
+    let dev = device();
     let target = ptx_from_env().unwrap_or(Target::Ptx(autotune::gpu::Arch { major: 7, minor: 5 }));
     run_sweep(&dev, sweep_mode(), target, "older PTX");
 }
@@ -793,10 +776,10 @@ fn randomized_sweep_through_older_ptx() {
 /// its own workspace). The atomic split-K family runs twice too; whether its outputs differed
 /// is printed, not asserted.
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn deterministic_split_k_validates_and_repeats_bit_for_bit() {
     use autotune::family::space::Config;
-    let Some(dev) = device() else { return };
+    let dev = device();
     let cat = Catalog::builtin().unwrap();
     const DET: &str = "gemm_warptile_splitk_det";
     const ATOMIC: &str = "gemm_warptile_splitk";
@@ -1044,9 +1027,9 @@ fn launch_twice(
 /// launches sharing one workspace, on shapes of the kinds such kernels are for (few rows,
 /// partial waves, long K, odd extents): up to 8 configs per shape, spread over the space.
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn deterministic_families_with_a_workspace_repeat_bit_for_bit() {
-    let Some(dev) = device() else { return };
+    let dev = device();
     let cat = Catalog::builtin().unwrap();
     let shapes = [
         "1x8191x4097",
@@ -1109,10 +1092,10 @@ fn deterministic_families_with_a_workspace_repeat_bit_for_bit() {
 /// twice on one workspace, so tile counters left dirty fail). Its bit-for-bit repeats are
 /// checked with every deterministic family's (`deterministic_families_with_a_workspace_...`).
 #[test]
-#[ignore = "needs a GPU: run with --include-ignored (scripts/gpu.sh does)"]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn stream_k_validates_on_every_shape() {
     const SK: &str = "gemm_warptile_streamk";
-    let Some(dev) = device() else { return };
+    let dev = device();
     let (_tmp, cat) = without_shape_constraints(&[SK]);
     validate_catalog(
         &dev,

@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
-pub(super) fn gpu(name: &str) -> GpuRecord {
+/// A GPU record named `name` with an H100's facts.
+pub(crate) fn gpu(name: &str) -> GpuRecord {
     GpuRecord {
         name: name.to_string(),
         arch: "sm_90".to_string(),

@@ -482,15 +482,8 @@ mod tests {
 
     fn h100() -> GpuRecord {
         GpuRecord {
-            name: "NVIDIA H100 80GB HBM3".into(),
-            arch: "sm_90".into(),
-            sms: 132,
-            clock_mhz: 1980,
-            fp32_peak_gflops: 66908.0,
-            memory_mib: 80000,
-            driver_version: "13.0".into(),
-            nvrtc_version: "13.0".into(),
             copy_bandwidth_gbs: Some(3000.0),
+            ..crate::db::fixtures::gpu("NVIDIA H100 80GB HBM3")
         }
     }
 

@@ -2,7 +2,7 @@
 //! database's own records, lossless) and T4, the autotuning results format of Kernel Tuner and
 //! KTT (schema `T4/1.0.0/results-schema.json`, a copy of which is in `tests/data/t4/`).
 
-use super::Table;
+use super::{Align, Row, Table};
 use crate::db::{Database, Entry, GpuRecord, Producer, SCHEMA_VERSION};
 use crate::family::space::params_label;
 use crate::problem::Op;
@@ -55,9 +55,23 @@ pub fn select<'a>(
 /// entry's `produced_by` in the last columns: `host`, `device`, `pci_bus_id`, `gpu_uuid`,
 /// `shard` (empty when not recorded).
 pub fn entries_csv(entries: &[&Entry]) -> String {
-    let header: Vec<&str> = ENTRIES_CSV_HEADER.split(',').collect();
-    let mut t = Table::new(&header, &[]);
-    for e in entries {
+    let rows: Vec<EntryCsv> = entries.iter().map(|e| EntryCsv(e)).collect();
+    Table::from_rows(&rows).csv()
+}
+
+/// A line of [`entries_csv`]: the entry's fields under [`ENTRIES_CSV_HEADER`].
+struct EntryCsv<'a>(&'a Entry);
+
+impl Row for EntryCsv<'_> {
+    fn header() -> Vec<(&'static str, Align)> {
+        ENTRIES_CSV_HEADER
+            .split(',')
+            .map(|name| (name, Align::Right))
+            .collect()
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let e = self.0;
         let also = e
             .also_measured
             .iter()
@@ -75,7 +89,7 @@ pub fn entries_csv(entries: &[&Entry]) -> String {
             .join("; ");
         let by = e.produced_by.as_ref();
         let text = |f: fn(&Producer) -> Option<String>| by.and_then(f).unwrap_or_default();
-        t.row(vec![
+        vec![
             e.gpu.clone(),
             e.op.name().to_string(),
             e.shape.clone(),
@@ -111,9 +125,8 @@ pub fn entries_csv(entries: &[&Entry]) -> String {
             text(|p| p.pci_bus_id.clone()),
             text(|p| p.uuid.clone()),
             text(|p| p.shard.clone()),
-        ]);
+        ]
     }
-    t.csv()
 }
 
 /// What [`entries_json`] writes: the database's own records, so it reads back losslessly.

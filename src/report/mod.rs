@@ -12,7 +12,7 @@ pub mod formats;
 pub mod gpus;
 pub mod table;
 
-pub use table::{Align, Table};
+pub use table::{Align, Row, Table};
 
 use crate::family::space::params_label;
 use crate::plan::outcome::{DryRunReport, TuneReport};
@@ -49,54 +49,93 @@ pub fn peak_header(op: Op) -> &'static str {
     }
 }
 
+/// A row of [`tune_table`]: a config, or cuBLAS (no rank).
+struct TuneRow {
+    /// 1 for the fastest; `None` for cuBLAS.
+    rank: Option<usize>,
+    family: String,
+    params: String,
+    median_ms: f64,
+    min_ms: f64,
+    spread_pct: f64,
+    /// In the op's [`unit`].
+    throughput: f64,
+    vs_cublas: f64,
+    /// Of the FP32 peak (gemm) or the copy bandwidth (gemv), where known.
+    pct_of_peak: Option<f64>,
+}
+
+impl TuneRow {
+    /// The header of [`TuneRow::throughput`] and [`TuneRow::pct_of_peak`], renamed for the op.
+    const THROUGHPUT: &'static str = "throughput";
+    const PEAK: &'static str = "% of peak";
+}
+
+impl Row for TuneRow {
+    fn header() -> Vec<(&'static str, Align)> {
+        vec![
+            ("#", Align::Right),
+            ("family", Align::Left),
+            ("params", Align::Left),
+            ("median ms", Align::Right),
+            ("min ms", Align::Right),
+            ("spread %", Align::Right),
+            (TuneRow::THROUGHPUT, Align::Right),
+            ("x cuBLAS", Align::Right),
+            (TuneRow::PEAK, Align::Right),
+        ]
+    }
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.rank.map_or("-".to_string(), |i| i.to_string()),
+            self.family.clone(),
+            self.params.clone(),
+            format!("{:.4}", self.median_ms),
+            format!("{:.4}", self.min_ms),
+            format!("{:.1}", self.spread_pct),
+            format!("{:.1}", self.throughput),
+            format!("{:.3}", self.vs_cublas),
+            self.pct_of_peak
+                .map_or("-".to_string(), |p| format!("{p:.1}")),
+        ]
+    }
+}
+
 /// The top `top` configs of a run, with cuBLAS, as a table, then the failure summary.
 pub fn tune_table(r: &TuneReport, top: usize) -> String {
-    let mut t = Table::new(
-        &[
-            "#",
-            "family",
-            "params",
-            "median ms",
-            "min ms",
-            "spread %",
-            unit(r.op),
-            "x cuBLAS",
-            peak_header(r.op),
-        ],
-        &[false, true, true],
-    );
-    let pct = |ms: f64| {
-        r.pct_of_peak(ms)
-            .map_or("-".to_string(), |p| format!("{p:.1}"))
-    };
+    let mut rows: Vec<TuneRow> = Vec::new();
     for (i, c) in r.ranked().into_iter().take(top).enumerate() {
         if let Ok(m) = &c.outcome {
             let ms = m.stats.median_ms;
-            t.row(vec![
-                (i + 1).to_string(),
-                c.family.clone(),
-                params_label(&c.params),
-                format!("{ms:.4}"),
-                format!("{:.4}", m.stats.min_ms),
-                format!("{:.1}", m.stats.spread_pct),
-                format!("{:.1}", r.throughput(ms)),
-                format!("{:.3}", r.baseline.median_ms / ms),
-                pct(ms),
-            ]);
+            rows.push(TuneRow {
+                rank: Some(i + 1),
+                family: c.family.clone(),
+                params: params_label(&c.params),
+                median_ms: ms,
+                min_ms: m.stats.min_ms,
+                spread_pct: m.stats.spread_pct,
+                throughput: r.throughput(ms),
+                vs_cublas: r.baseline.median_ms / ms,
+                pct_of_peak: r.pct_of_peak(ms),
+            });
         }
     }
     let b = &r.baseline;
-    t.row(vec![
-        "-".into(),
-        "cuBLAS".into(),
-        "(baseline)".into(),
-        format!("{:.4}", b.median_ms),
-        format!("{:.4}", b.min_ms),
-        format!("{:.1}", b.spread_pct),
-        format!("{:.1}", r.throughput(b.median_ms)),
-        "1.000".into(),
-        pct(b.median_ms),
-    ]);
+    rows.push(TuneRow {
+        rank: None,
+        family: "cuBLAS".into(),
+        params: "(baseline)".into(),
+        median_ms: b.median_ms,
+        min_ms: b.min_ms,
+        spread_pct: b.spread_pct,
+        throughput: r.throughput(b.median_ms),
+        vs_cublas: 1.0,
+        pct_of_peak: r.pct_of_peak(b.median_ms),
+    });
+    let mut t = Table::from_rows(&rows);
+    t.rename(TuneRow::THROUGHPUT, unit(r.op))
+        .rename(TuneRow::PEAK, peak_header(r.op));
     let mut out = format!(
         "{} {} on {} ({}, {} SMs, {} MHz), {} candidates, seed {}, tolerance {:.2e}\n",
         r.op,
@@ -131,21 +170,51 @@ pub fn tune_table(r: &TuneReport, top: usize) -> String {
     out
 }
 
+/// A row of [`dry_run_table`]: one family's counts.
+struct DryRunRow {
+    family: String,
+    configs: usize,
+    valid: usize,
+    compiled: usize,
+    failed: usize,
+}
+
+impl Row for DryRunRow {
+    fn header() -> Vec<(&'static str, Align)> {
+        vec![
+            ("family", Align::Left),
+            ("configs", Align::Right),
+            ("valid", Align::Right),
+            ("compiled", Align::Right),
+            ("failed", Align::Right),
+        ]
+    }
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.family.clone(),
+            self.configs.to_string(),
+            self.valid.to_string(),
+            self.compiled.to_string(),
+            self.failed.to_string(),
+        ]
+    }
+}
+
 /// Per-family counts of a dry run.
 pub fn dry_run_table(r: &DryRunReport) -> String {
-    let mut t = Table::new(
-        &["family", "configs", "valid", "compiled", "failed"],
-        &[true],
-    );
-    for f in &r.families {
-        t.row(vec![
-            f.count.family.clone(),
-            f.count.total.to_string(),
-            f.count.valid.to_string(),
-            f.compiled.to_string(),
-            f.failed.len().to_string(),
-        ]);
-    }
+    let rows: Vec<DryRunRow> = r
+        .families
+        .iter()
+        .map(|f| DryRunRow {
+            family: f.count.family.clone(),
+            configs: f.count.total,
+            valid: f.count.valid,
+            compiled: f.compiled,
+            failed: f.failed.len(),
+        })
+        .collect();
+    let t = Table::from_rows(&rows);
     let mut out = format!(
         "dry run: {} {} for {} with NVRTC {} ({})\n",
         r.op,
@@ -162,6 +231,58 @@ pub fn dry_run_table(r: &DryRunReport) -> String {
     }
     let _ = writeln!(out, "wall time {:.1} s", r.wall_s);
     out
+}
+
+/// A row of [`suite_markdown`]: one shape's winner.
+struct SuiteRow {
+    shape: String,
+    family: String,
+    params: String,
+    median_ms: f64,
+    /// TFLOP/s (gemm) or GB/s (gemv).
+    throughput: f64,
+    cublas_ms: f64,
+    vs_cublas: f64,
+    pct_of_peak: f64,
+    tried: u32,
+    failed: u32,
+}
+
+impl SuiteRow {
+    /// The headers of [`SuiteRow::throughput`] and [`SuiteRow::pct_of_peak`], renamed for the
+    /// op.
+    const THROUGHPUT: &'static str = "throughput";
+    const PEAK: &'static str = "% of peak";
+}
+
+impl Row for SuiteRow {
+    fn header() -> Vec<(&'static str, Align)> {
+        vec![
+            ("shape", Align::Left),
+            ("family", Align::Left),
+            ("params", Align::Left),
+            ("ms", Align::Right),
+            (SuiteRow::THROUGHPUT, Align::Right),
+            ("cuBLAS ms", Align::Right),
+            ("x cuBLAS", Align::Right),
+            (SuiteRow::PEAK, Align::Right),
+            ("tried/failed", Align::Right),
+        ]
+    }
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.shape.clone(),
+            self.family.clone(),
+            self.params.clone(),
+            format!("{:.4}", self.median_ms),
+            format!("{:.1}", self.throughput),
+            format!("{:.4}", self.cublas_ms),
+            format!("{:.3}", self.vs_cublas),
+            format!("{:.1}", self.pct_of_peak),
+            format!("{}/{}", self.tried, self.failed),
+        ]
+    }
 }
 
 /// The winners of a suite as a Markdown table (readable in a terminal too), with the geometric
@@ -181,37 +302,27 @@ pub fn suite_markdown(op: Op, gpu: &crate::db::GpuRecord, entries: &[&crate::db:
             .map(|b| format!(", copy bandwidth {b:.0} GB/s"))
             .unwrap_or_default()
     );
-    let mut t = Table::new(
-        &[
-            "shape",
-            "family",
-            "params",
-            "ms",
-            unit,
-            "cuBLAS ms",
-            "x cuBLAS",
-            peak_header(op),
-            "tried/failed",
-        ],
-        &[true, true, true],
-    );
-    for e in entries {
-        let thr = match op {
-            Op::Gemm => e.gflops / 1e3,
-            Op::Gemv => e.gbs,
-        };
-        t.row(vec![
-            e.shape.clone(),
-            e.family.clone(),
-            params_label(&e.params),
-            format!("{:.4}", e.median_ms),
-            format!("{thr:.1}"),
-            format!("{:.4}", e.cublas_median_ms),
-            format!("{:.3}", e.vs_cublas),
-            format!("{:.1}", e.pct_of_peak),
-            format!("{}/{}", e.tried, e.failed),
-        ]);
-    }
+    let rows: Vec<SuiteRow> = entries
+        .iter()
+        .map(|e| SuiteRow {
+            shape: e.shape.clone(),
+            family: e.family.clone(),
+            params: params_label(&e.params),
+            median_ms: e.median_ms,
+            throughput: match op {
+                Op::Gemm => e.gflops / 1e3,
+                Op::Gemv => e.gbs,
+            },
+            cublas_ms: e.cublas_median_ms,
+            vs_cublas: e.vs_cublas,
+            pct_of_peak: e.pct_of_peak,
+            tried: e.tried,
+            failed: e.failed,
+        })
+        .collect();
+    let mut t = Table::from_rows(&rows);
+    t.rename(SuiteRow::THROUGHPUT, unit)
+        .rename(SuiteRow::PEAK, peak_header(op));
     out.push_str(&t.markdown());
     if !entries.is_empty() {
         let mean = geomean(entries.iter().map(|e| e.vs_cublas));

@@ -15,6 +15,17 @@ pub enum Align {
     Right,
 }
 
+/// A row of a table as a type with named fields, in place of a list of cells in header order:
+/// the type states its columns once, and [`Table::from_rows`] builds the table, so that no
+/// report can put a cell under another column's header.
+pub trait Row {
+    /// The columns, in the order of [`Row::cells`]: each one's name and alignment.
+    fn header() -> Vec<(&'static str, Align)>;
+
+    /// The row's cells as text, one per column of [`Row::header`].
+    fn cells(&self) -> Vec<String>;
+}
+
 /// A table: a header, one alignment per column, and rows of cells.
 #[derive(Debug, Clone, Default)]
 pub struct Table {
@@ -36,6 +47,34 @@ impl Table {
             t.column(*name, align);
         }
         t
+    }
+
+    /// The table of `rows`, under the columns of their type ([`Row::header`]).
+    pub fn from_rows<R: Row>(rows: &[R]) -> Table {
+        let mut t = Table::default();
+        for (name, align) in R::header() {
+            t.column(name, align);
+        }
+        for r in rows {
+            t.row(r.cells());
+        }
+        t
+    }
+
+    /// Renames the column `from` to `to`, for a header that depends on the report (the unit
+    /// of the op).
+    ///
+    /// # Panics
+    ///
+    /// When the table has no column `from`.
+    pub fn rename(&mut self, from: &str, to: impl Into<String>) -> &mut Table {
+        let i = self
+            .header
+            .iter()
+            .position(|h| h == from)
+            .unwrap_or_else(|| panic!("no column {from:?} in {:?}", self.header));
+        self.header[i] = to.into();
+        self
     }
 
     /// Adds a column on the right, for headers built at run time (one group per GPU).
@@ -174,6 +213,38 @@ mod tests {
     fn a_row_with_a_cell_missing_is_rejected() {
         let mut t = Table::new(&["shape", "x cuBLAS"], &[true]);
         t.row(vec!["1x1x1".into()]);
+    }
+
+    struct Timing {
+        name: &'static str,
+        ms: f64,
+    }
+
+    impl Row for Timing {
+        fn header() -> Vec<(&'static str, Align)> {
+            vec![("name", Align::Left), ("ms", Align::Right)]
+        }
+
+        fn cells(&self) -> Vec<String> {
+            vec![self.name.to_string(), self.ms.to_string()]
+        }
+    }
+
+    #[test]
+    fn typed_rows_make_the_same_table() {
+        let rows = [
+            Timing { name: "a", ms: 1.5 },
+            Timing {
+                name: "longer",
+                ms: 10.25,
+            },
+        ];
+        let t = Table::from_rows(&rows);
+        assert_eq!(t.render(), sample().render());
+        assert_eq!(t.markdown(), sample().markdown());
+        let mut renamed = Table::from_rows(&rows[..0]);
+        renamed.rename("ms", "time ms");
+        assert_eq!(renamed.render(), "name  time ms\n");
     }
 
     #[test]

@@ -22,7 +22,7 @@ use crate::fileio::{FileError, WriteLock};
 use crate::measure::timing::TimingSettings;
 use crate::problem::{Op, Shape};
 use crate::report::gpus::short_gpu_name;
-use crate::report::{geomean, Table};
+use crate::report::{geomean, Align, Row, Table};
 use crate::tuning::evaluator::Evaluator;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -516,50 +516,85 @@ impl Matrix {
     }
 }
 
+/// A row of [`shape_rows`]: one config measured on one GPU and shape.
+struct ShapeRow {
+    /// The short name of the GPU it ran on.
+    run_on: String,
+    shape: String,
+    /// The config's label, `(stale)` after it where its sources changed since.
+    config: String,
+    /// The short names of the GPUs it is the winner of.
+    winner_on: Vec<String>,
+    /// `None` where it failed.
+    median_ms: Option<f64>,
+    /// Of the fastest config measured there; `None` where it failed.
+    pct_of_best: Option<f64>,
+    failure: Option<String>,
+    cublas_median_ms: f64,
+}
+
+impl Row for ShapeRow {
+    fn header() -> Vec<(&'static str, Align)> {
+        vec![
+            ("run on", Align::Left),
+            ("shape", Align::Left),
+            ("config", Align::Left),
+            ("winner on", Align::Left),
+            ("median ms", Align::Right),
+            ("% of best", Align::Right),
+            ("x cuBLAS", Align::Right),
+        ]
+    }
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.run_on.clone(),
+            self.shape.clone(),
+            self.config.clone(),
+            self.winner_on.join(", "),
+            self.median_ms
+                .map_or_else(|| "-".to_string(), |t| format!("{t:.4}")),
+            match (self.pct_of_best, &self.failure) {
+                (Some(p), _) => format!("{p:.1}"),
+                (None, Some(f)) => format!("failed: {f}"),
+                (None, None) => "failed".to_string(),
+            },
+            self.median_ms.filter(|t| *t > 0.0).map_or_else(
+                || "-".to_string(),
+                |t| format!("{:.3}", self.cublas_median_ms / t),
+            ),
+        ]
+    }
+}
+
 /// Per-shape rows of `op`: one per config measured, grouped by the GPU run on and the shape,
 /// as a terminal table (`markdown = false`) or a Markdown table.
 pub fn shape_rows(ms: &[CrossMeasurement], op: Op, markdown: bool) -> String {
-    let header = [
-        "run on",
-        "shape",
-        "config",
-        "winner on",
-        "median ms",
-        "% of best",
-        "x cuBLAS",
-    ];
-    let rows: Vec<Vec<String>> = score(ms, op)
+    let rows: Vec<ShapeRow> = score(ms, op)
         .iter()
         .map(|s| {
             let m = s.m;
-            let winners: Vec<&str> = m.winner_on.iter().map(|g| short_gpu_name(g)).collect();
-            vec![
-                short_gpu_name(&m.on_gpu).to_string(),
-                m.shape.clone(),
-                format!(
+            ShapeRow {
+                run_on: short_gpu_name(&m.on_gpu).to_string(),
+                shape: m.shape.clone(),
+                config: format!(
                     "{}{}",
                     m.config_label(),
                     if m.stale { " (stale)" } else { "" }
                 ),
-                winners.join(", "),
-                m.median_ms
-                    .map_or_else(|| "-".to_string(), |t| format!("{t:.4}")),
-                match (s.pct_of_best, &m.failure) {
-                    (Some(p), _) => format!("{p:.1}"),
-                    (None, Some(f)) => format!("failed: {f}"),
-                    (None, None) => "failed".to_string(),
-                },
-                m.median_ms.filter(|t| *t > 0.0).map_or_else(
-                    || "-".to_string(),
-                    |t| format!("{:.3}", m.cublas_median_ms / t),
-                ),
-            ]
+                winner_on: m
+                    .winner_on
+                    .iter()
+                    .map(|g| short_gpu_name(g).to_string())
+                    .collect(),
+                median_ms: m.median_ms,
+                pct_of_best: s.pct_of_best,
+                failure: m.failure.clone(),
+                cublas_median_ms: m.cublas_median_ms,
+            }
         })
         .collect();
-    let mut t = Table::new(&header, &[true, true, true, true]);
-    for r in rows {
-        t.row(r);
-    }
+    let t = Table::from_rows(&rows);
     if markdown {
         t.markdown()
     } else {

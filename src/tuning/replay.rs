@@ -19,7 +19,7 @@ use crate::gpu::Arch;
 use crate::plan;
 use crate::plan::model::{self, Machine};
 use crate::problem::{Op, Shape};
-use crate::report::Table;
+use crate::report::{Align, Row, Table};
 use crate::search::{self, Candidate, SearchError};
 use crate::tuning::journal::{JournalError, Recorded};
 use std::cell::Cell;
@@ -383,6 +383,75 @@ pub fn replay_all(
     })
 }
 
+/// A row of [`Simulation`]'s table of outcomes: one journal and strategy.
+struct OutcomeRow {
+    /// The journal's label.
+    journal: String,
+    /// The op and shape.
+    problem: String,
+    /// Candidates in the space.
+    space: usize,
+    /// Candidates that failed in the recorded run.
+    failed: usize,
+    strategy: String,
+    /// Evaluations until the target, median and 90th percentile over the seeds.
+    median: f64,
+    p90: usize,
+    /// The same, in % of the space.
+    median_pct: f64,
+    p90_pct: f64,
+}
+
+impl Row for OutcomeRow {
+    fn header() -> Vec<(&'static str, Align)> {
+        vec![
+            ("journal", Align::Left),
+            ("problem", Align::Left),
+            ("space", Align::Right),
+            ("failed", Align::Right),
+            ("strategy", Align::Left),
+            ("median", Align::Right),
+            ("p90", Align::Right),
+            ("median %", Align::Right),
+            ("p90 %", Align::Right),
+        ]
+    }
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.journal.clone(),
+            self.problem.clone(),
+            self.space.to_string(),
+            self.failed.to_string(),
+            self.strategy.clone(),
+            format!("{}", self.median),
+            self.p90.to_string(),
+            format!("{:.1}", self.median_pct),
+            format!("{:.1}", self.p90_pct),
+        ]
+    }
+}
+
+impl Row for StrategySummary {
+    fn header() -> Vec<(&'static str, Align)> {
+        vec![
+            ("strategy", Align::Left),
+            ("worst median %", Align::Right),
+            ("mean median %", Align::Right),
+            ("worst p90 %", Align::Right),
+        ]
+    }
+
+    fn cells(&self) -> Vec<String> {
+        vec![
+            self.strategy.clone(),
+            format!("{:.1}", self.worst_median_pct),
+            format!("{:.1}", self.mean_median_pct),
+            format!("{:.1}", self.worst_p90_pct),
+        ]
+    }
+}
+
 /// A strategy's results over all journals.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StrategySummary {
@@ -434,45 +503,30 @@ impl Simulation {
 
     /// One row per journal and strategy.
     fn outcome_table(&self) -> Table {
-        let mut t = Table::new(
-            &[
-                "journal", "problem", "space", "failed", "strategy", "median", "p90", "median %",
-                "p90 %",
-            ],
-            &[true, true, false, false, true],
-        );
-        for o in &self.outcomes {
-            let r = &self.replays[o.replay];
-            t.row(vec![
-                r.label.clone(),
-                format!("{} {}", r.op, r.shape.label(r.op)),
-                r.space.len().to_string(),
-                r.times.iter().filter(|t| t.is_none()).count().to_string(),
-                o.strategy.clone(),
-                format!("{}", o.median),
-                o.p90.to_string(),
-                format!("{:.1}", o.median_pct),
-                format!("{:.1}", o.p90_pct),
-            ]);
-        }
-        t
+        let rows: Vec<OutcomeRow> = self
+            .outcomes
+            .iter()
+            .map(|o| {
+                let r = &self.replays[o.replay];
+                OutcomeRow {
+                    journal: r.label.clone(),
+                    problem: format!("{} {}", r.op, r.shape.label(r.op)),
+                    space: r.space.len(),
+                    failed: r.times.iter().filter(|t| t.is_none()).count(),
+                    strategy: o.strategy.clone(),
+                    median: o.median,
+                    p90: o.p90,
+                    median_pct: o.median_pct,
+                    p90_pct: o.p90_pct,
+                }
+            })
+            .collect();
+        Table::from_rows(&rows)
     }
 
     /// One row per strategy ([`Simulation::summary`]).
     fn summary_table(&self) -> Table {
-        let mut t = Table::new(
-            &["strategy", "worst median %", "mean median %", "worst p90 %"],
-            &[true],
-        );
-        for s in self.summary() {
-            t.row(vec![
-                s.strategy,
-                format!("{:.1}", s.worst_median_pct),
-                format!("{:.1}", s.mean_median_pct),
-                format!("{:.1}", s.worst_p90_pct),
-            ]);
-        }
-        t
+        Table::from_rows(&self.summary())
     }
 
     fn intro(&self) -> String {

@@ -22,7 +22,7 @@ use crate::db::Entry;
 use crate::family::catalog::Freshness;
 use crate::family::space::{params_label, Config};
 use crate::problem::{Op, Shape};
-use crate::report::{Align, Table};
+use crate::report::{Align, Row as TableRow, Table};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -480,68 +480,44 @@ impl Report {
 
     /// The table: one row per subject.
     pub fn table(&self) -> Table {
-        let mut t = Table::new(
-            &["#", "op", "shape", "kernel", "sources", "checks"],
-            &[false, true, true, true, true, false],
-        );
-        for c in [
-            "recorded ms",
-            "now ms",
-            "cuBLAS now ms",
-            "slowdown",
-            "raw",
-            "verdict",
-        ] {
-            t.column(
-                c,
-                if c == "verdict" {
-                    Align::Left
-                } else {
-                    Align::Right
-                },
-            );
-        }
-        let ms = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
-        let factor = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
-        for (i, r) in self.rows.iter().enumerate() {
-            let s = &r.subject;
-            let m = &r.measured;
-            let now = match &m.problem {
-                Some(Ok(t)) => Some(*t),
-                _ => None,
-            };
-            let checks = m.edges.len() + usize::from(m.problem.is_some());
-            let passed = m.edges.iter().filter(|c| c.outcome.is_ok()).count()
-                + usize::from(matches!(m.problem, Some(Ok(_))));
-            t.row(vec![
-                (i + 1).to_string(),
-                s.op.to_string(),
-                s.claim
-                    .as_ref()
-                    .map_or("(space end)".to_string(), |c| c.shape.label(s.op)),
-                s.label(),
-                match s.freshness {
-                    Freshness::Current => "current",
-                    Freshness::Stale => "STALE",
-                    Freshness::UnknownFamily => "unknown",
+        let rows: Vec<VerifyRow> = self
+            .rows
+            .iter()
+            .enumerate()
+            .map(|(i, r)| {
+                let s = &r.subject;
+                let m = &r.measured;
+                let now = match &m.problem {
+                    Some(Ok(t)) => Some(*t),
+                    _ => None,
+                };
+                VerifyRow {
+                    index: i + 1,
+                    op: s.op,
+                    shape: s
+                        .claim
+                        .as_ref()
+                        .map_or("(space end)".to_string(), |c| c.shape.label(s.op)),
+                    kernel: s.label(),
+                    sources: match s.freshness {
+                        Freshness::Current => "current",
+                        Freshness::Stale => "STALE",
+                        Freshness::UnknownFamily => "unknown",
+                    },
+                    passed: m.edges.iter().filter(|c| c.outcome.is_ok()).count()
+                        + usize::from(matches!(m.problem, Some(Ok(_)))),
+                    checks: m.edges.len() + usize::from(m.problem.is_some()),
+                    recorded_ms: s.claim.as_ref().map(|c| c.median_ms),
+                    now_ms: now.map(|t| t.kernel_ms),
+                    cublas_now_ms: now.map(|t| t.cublas_ms),
+                    slowdown: r.verdict.slowdown,
+                    timing_judged: r.verdict.timing_judged,
+                    raw_slowdown: r.verdict.raw_slowdown,
+                    verdict: r.verdict.status(),
                 }
-                .to_string(),
-                format!("{passed}/{checks} ok"),
-                ms(s.claim.as_ref().map(|c| c.median_ms)),
-                ms(now.map(|t| t.kernel_ms)),
-                ms(now.map(|t| t.cublas_ms)),
-                if r.verdict.timing_judged {
-                    factor(r.verdict.slowdown)
-                } else {
-                    r.verdict
-                        .slowdown
-                        .map_or("-".into(), |v| format!("({v:.3})"))
-                },
-                factor(r.verdict.raw_slowdown),
-                r.verdict.status(),
-            ]);
-        }
-        t
+            })
+            .collect();
+        Table::from_rows(&rows)
     }
 
     /// The text printed after the table: one line per finding, then the summary line
@@ -584,6 +560,71 @@ impl Report {
             self.cublas
         ));
         out
+    }
+}
+
+/// A row of [`Report::table`]: one subject.
+struct VerifyRow {
+    /// 1 for the first subject.
+    index: usize,
+    op: Op,
+    /// The claim's shape, or `(space end)`.
+    shape: String,
+    kernel: String,
+    /// Whether the kernel's sources are current, stale or of an unknown family.
+    sources: &'static str,
+    /// Checks passed, of `checks`.
+    passed: usize,
+    checks: usize,
+    recorded_ms: Option<f64>,
+    now_ms: Option<f64>,
+    cublas_now_ms: Option<f64>,
+    slowdown: Option<f64>,
+    /// Whether the slowdown was judged (shown in parentheses when not).
+    timing_judged: bool,
+    raw_slowdown: Option<f64>,
+    verdict: String,
+}
+
+impl TableRow for VerifyRow {
+    fn header() -> Vec<(&'static str, Align)> {
+        vec![
+            ("#", Align::Right),
+            ("op", Align::Left),
+            ("shape", Align::Left),
+            ("kernel", Align::Left),
+            ("sources", Align::Left),
+            ("checks", Align::Right),
+            ("recorded ms", Align::Right),
+            ("now ms", Align::Right),
+            ("cuBLAS now ms", Align::Right),
+            ("slowdown", Align::Right),
+            ("raw", Align::Right),
+            ("verdict", Align::Left),
+        ]
+    }
+
+    fn cells(&self) -> Vec<String> {
+        let ms = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.4}"));
+        let factor = |x: Option<f64>| x.map_or("-".to_string(), |v| format!("{v:.3}"));
+        vec![
+            self.index.to_string(),
+            self.op.to_string(),
+            self.shape.clone(),
+            self.kernel.clone(),
+            self.sources.to_string(),
+            format!("{}/{} ok", self.passed, self.checks),
+            ms(self.recorded_ms),
+            ms(self.now_ms),
+            ms(self.cublas_now_ms),
+            if self.timing_judged {
+                factor(self.slowdown)
+            } else {
+                self.slowdown.map_or("-".into(), |v| format!("({v:.3})"))
+            },
+            factor(self.raw_slowdown),
+            self.verdict.clone(),
+        ]
     }
 }
 

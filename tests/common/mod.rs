@@ -1,7 +1,12 @@
 //! What the integration tests share: running the `autotune` binary and checking its `Error:`
-//! (and `hint:`) lines, the probes that decide whether a test can run on this machine (a GPU,
-//! NVRTC, or their absence) with the variables that turn a skip into a failure, and database
-//! and journal fixtures.
+//! (and `hint:`) lines, the probes for what a test needs (a GPU, NVRTC, or their absence), and
+//! database and journal fixtures.
+//!
+//! A test that needs a GPU, NVRTC or g++ is `#[ignore = "needs ..."]`: `cargo test` lists it as
+//! ignored where nothing says the requirement is met, and whoever runs it (`--include-ignored`,
+//! `--ignored`: scripts/test.sh, scripts/gpu.sh) asks for it, so a missing requirement fails it
+//! ([`require_gpu`], [`nvrtc_dir`]). Only rows that need this machine to *lack* something, and
+//! the replays of committed journals, still print `skipped: ...` ([`skip_or_fail`]).
 //!
 //! Each test binary includes this with `mod common;` and uses part of it, hence the
 //! `dead_code` allowance.
@@ -23,6 +28,16 @@ pub const H200_DB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/h200-
 pub const GEMM_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suites/gemm.toml");
 /// A shipped gemv suite.
 pub const GEMV_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suites/gemv.toml");
+
+/// The repository root (the crate's manifest directory).
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The committed test file `tests/data/<name>`.
+pub fn data(name: &str) -> PathBuf {
+    root().join("tests/data").join(name)
+}
 
 // ---------------------------------------------------------------------------------------------
 // Running the binary
@@ -70,9 +85,8 @@ pub fn run(args: &[&str]) -> Run {
 /// added to its environment.
 pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(bin());
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    if root.is_dir() {
-        cmd.current_dir(root);
+    if root().is_dir() {
+        cmd.current_dir(root());
     }
     cmd.args(args);
     for (k, v) in env {
@@ -164,14 +178,9 @@ pub fn fails_with(args: &[&str], needles: &[&str]) -> String {
 // ---------------------------------------------------------------------------------------------
 // Whether a test can run here
 
-/// `1`: a missing GPU fails the GPU tests instead of skipping them (set by scripts/gpu.sh).
-pub const REQUIRE_GPU: &str = "AUTOTUNE_REQUIRE_GPU";
 /// `1`: a GPU, NVIDIA driver or system-wide NVRTC on this machine fails the tests of what
 /// happens without them instead of skipping them (set by .ci/run, which has none of them).
 pub const REQUIRE_NO_CUDA: &str = "AUTOTUNE_REQUIRE_NO_CUDA";
-/// `1`: missing NVRTC wheel directories fail the NVRTC tests instead of skipping them (set in
-/// CI).
-pub const REQUIRE_NVRTC: &str = "AUTOTUNE_REQUIRE_NVRTC";
 /// `1`: missing recorded journals fail the strategy replays instead of skipping them (set in
 /// CI).
 pub const REQUIRE_JOURNALS: &str = "AUTOTUNE_REQUIRE_JOURNALS";
@@ -218,14 +227,12 @@ pub fn gpu_present() -> Option<String> {
         .map(|d| format!("{d} (on LD_LIBRARY_PATH) holds libcuda.so"))
 }
 
-/// For a test that needs a GPU: `true` when [`gpu_present`] finds one; otherwise the test is
-/// skipped (`false`), or fails under `AUTOTUNE_REQUIRE_GPU=1`.
-pub fn have_gpu() -> bool {
-    if gpu_present().is_some() {
-        return true;
+/// For a test that needs a GPU (`#[ignore]`d, so run only when asked for): fails it unless
+/// [`gpu_present`] finds one.
+pub fn require_gpu() {
+    if gpu_present().is_none() {
+        panic!("needs a GPU: no /dev/nvidia* and no libcuda on this machine");
     }
-    skip(REQUIRE_GPU, "no GPU: no /dev/nvidia* and no libcuda");
-    false
 }
 
 /// For a test of what happens without a GPU: `true` when [`gpu_present`] finds none; otherwise
@@ -271,26 +278,25 @@ pub fn system_library(lib: &str) -> Option<String> {
     None
 }
 
-/// The NVRTC probe: the NVRTC lib directory named by `var` (`AUTOTUNE_NVRTC13_DIR` or
-/// `AUTOTUNE_NVRTC12_DIR`, which scripts/test.sh sets), or `None` after [`skip`] (which fails
-/// under `AUTOTUNE_REQUIRE_NVRTC=1`).
-pub fn nvrtc_dir(var: &str) -> Option<PathBuf> {
+/// The NVRTC lib directory named by `var` (`AUTOTUNE_NVRTC13_DIR` or `AUTOTUNE_NVRTC12_DIR`,
+/// which scripts/test.sh sets), for a test that needs it (`#[ignore]`d, so run only when asked
+/// for): fails the test where the variable names no directory.
+pub fn nvrtc_dir(var: &str) -> PathBuf {
     let reason = match std::env::var_os(var) {
-        None => format!("{var} is not set (scripts/test.sh sets it)"),
-        Some(d) if d.is_empty() => format!("{var} is empty (scripts/test.sh sets it)"),
+        None => format!("{var} is not set"),
+        Some(d) if d.is_empty() => format!("{var} is empty"),
         Some(d) => {
             let dir = PathBuf::from(d);
             if dir.is_dir() {
-                return Some(dir);
+                return dir;
             }
             format!("{var}={} is not a directory", dir.display())
         }
     };
-    skip(
-        REQUIRE_NVRTC,
-        &format!("{reason}: run the tests through scripts/test.sh, which installs NVRTC 12 and 13 and sets AUTOTUNE_NVRTC13_DIR / AUTOTUNE_NVRTC12_DIR"),
+    panic!(
+        "needs NVRTC: {reason}; run these tests through scripts/test.sh, which installs NVRTC \
+         12 and 13 and sets AUTOTUNE_NVRTC13_DIR and AUTOTUNE_NVRTC12_DIR"
     );
-    None
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -25,9 +25,6 @@ use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
-/// `1`: a missing g++ fails the test instead of skipping it.
-pub const REQUIRE_EMULATOR: &str = "AUTOTUNE_REQUIRE_EMULATOR";
-
 /// What each kernel includes: the CUDA it sees.
 fn prelude() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/emu/prelude.h")
@@ -53,17 +50,12 @@ fn have_gxx() -> bool {
         .is_ok_and(|o| o.status.success())
 }
 
-/// Whether the emulator can run here; without g++ the test is skipped (a failure under
-/// `AUTOTUNE_REQUIRE_EMULATOR=1`).
-pub fn emulator_ready() -> bool {
-    let ready = have_gxx();
-    if !ready {
-        crate::common::skip(
-            REQUIRE_EMULATOR,
-            "g++ not found: the CUDA emulator needs a C++20 compiler",
-        );
+/// For a test that runs the emulator (`#[ignore]`d, so run only when asked for): fails it
+/// without g++.
+pub fn require_gxx() {
+    if !have_gxx() {
+        panic!("needs g++: the CUDA emulator compiles kernels as C++20, and g++ was not found");
     }
-    ready
 }
 
 /// The operands of inline PTX: the expression inside each `"c"(expr)` of the output and input

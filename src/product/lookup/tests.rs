@@ -1,61 +1,27 @@
 //! Unit tests of the lookup rules, the vendor guard and the forms.
 
 use super::*;
-use crate::db::GpuRecord;
+use crate::db::{fixtures, GpuRecord};
 use crate::family::catalog::Catalog;
 use crate::family::space::Limits;
 
 /// A GPU record of `arch` named `name` (the other facts an H100's).
 pub(crate) fn gpu(name: &str, arch: &str) -> GpuRecord {
     GpuRecord {
-        name: name.into(),
         arch: arch.into(),
-        sms: 132,
-        clock_mhz: 1980,
-        fp32_peak_gflops: 66908.0,
-        memory_mib: 80000,
-        driver_version: "13.0".into(),
-        nvrtc_version: "13.0".into(),
-        copy_bandwidth_gbs: None,
+        ..fixtures::gpu(name)
     }
 }
 
-/// A current `gemm_tile2d` entry with `BM = bm`, measured at `vs` x cuBLAS (1 ms).
+/// A current `gemm_tile2d` entry with `BM = bm`, measured at 1 ms, `vs` x cuBLAS.
 pub(crate) fn entry(gpu: &str, op: Op, shape: &str, bm: i64, vs: f64) -> Entry {
-    let s = Shape::parse(op, shape).unwrap();
     Entry {
-        gpu: gpu.into(),
-        op,
-        shape: s.label(op),
-        m: s.m,
-        n: s.n,
-        k: s.k,
-        form: s.form,
-        family: "gemm_tile2d".into(),
         kernel: format!("k{bm}"),
         params: [("BM".to_string(), bm)].into_iter().collect(),
-        median_ms: 1.0,
-        min_ms: 1.0,
-        spread_pct: 0.0,
-        samples: 10,
-        gflops: 1.0,
-        gbs: 1.0,
         cublas_median_ms: vs,
         vs_cublas: vs,
-        pct_of_peak: 1.0,
-        max_rel_error: 0.0,
-        tolerance: 1e-5,
-        tried: 1,
-        failed: 0,
-        seed: 1,
-        date: "2026-01-01T00:00:00Z".into(),
-        tool_version: "0".into(),
         checksum: cat().get("gemm_tile2d").unwrap().checksum.clone(),
-        revision: None,
-        partial: None,
-        produced_by: None,
-        deterministic: None,
-        also_measured: Vec::new(),
+        ..fixtures::entry(gpu, op, shape, 1.0)
     }
 }
 

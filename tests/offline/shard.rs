@@ -2,8 +2,7 @@
 //! from Slurm's job-array variables, bad shard specs are refused, and merging the shards'
 //! databases gives exactly the union of their entries, each with the producer that made it.
 
-mod common;
-
+use crate::common;
 use autotune::db::{Database, Entry, MergeOptions, Producer};
 use autotune::problem::{Op, Shape};
 use autotune::suite::Suite;

@@ -3,8 +3,7 @@
 //! on the recorded journals of real exhaustive runs under tests/data/journals/ (skipped while
 //! there are none, unless AUTOTUNE_REQUIRE_JOURNALS=1). Needs no GPU.
 
-mod common;
-
+use crate::common;
 use autotune::measure::outcome::{Failure, Stage};
 use autotune::tuning::replay::{self, SimulateOptions};
 use common::{fails_with, ok, run};

@@ -1,6 +1,7 @@
 //! The module map's rules, checked on the sources: pure modules (no GPU, no CUDA) import
 //! nothing that touches cudarc, and only the CUDA layer and the runtime name cudarc at all.
 
+use crate::common::root;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
@@ -54,10 +55,6 @@ fn rust_files(path: &Path, out: &mut Vec<PathBuf>) {
     } else if path.extension().is_some_and(|x| x == "rs") {
         out.push(path.to_path_buf());
     }
-}
-
-fn root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// Lines of code, comments left out (doc comments may mention any module).
@@ -155,7 +152,7 @@ fn the_architecture_page_lists_the_pure_modules_this_test_checks() {
     got.sort_unstable();
     assert_eq!(
         got, want,
-        "docs/architecture.md's list of pure modules differs from PURE in tests/architecture.rs"
+        "docs/architecture.md's list of pure modules differs from PURE in tests/offline/architecture.rs"
     );
 }
 

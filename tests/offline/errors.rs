@@ -8,8 +8,7 @@
 //! (`DbError`, `MergeError` in src/db.rs) still carry their `--db` advice until that module is
 //! split; the CLI's hints for them are ready and stay silent while the message has its own.
 
-mod common;
-
+use crate::common;
 use autotune::cuda::bench::RunError;
 use autotune::cuda::device::DeviceError;
 use autotune::cuda::nvrtc::CompileError;
@@ -354,7 +353,7 @@ fn the_examples_print_errors_as_messages() {
     ] {
         let path = dir.join(name);
         if !path.exists() {
-            // `cargo test --test errors` builds no example; a whole `cargo test` (CI) does.
+            // `cargo test --test offline` builds no example; a whole `cargo test` (CI) does.
             println!("skipped: {} was not built", path.display());
             continue;
         }

@@ -1,11 +1,11 @@
 //! The tuning database under concurrent writers and under `kill -9`, with real processes.
 //!
 //! The child processes are this test binary run again (`std::env::current_exe()`) with
-//! `--exact child_process` and [`ROLE`] set: [`child_process`] does nothing when run as a test.
+//! `--exact db_safety::child_process` and [`ROLE`] set: [`child_process`] does nothing when run
+//! as a test.
 //! The concurrent merges run the built `autotune` binary. Needs no GPU.
 
-mod common;
-
+use crate::common;
 use autotune::db::{Database, Entry};
 use autotune::problem::{Op, Shape};
 use std::fs;
@@ -102,7 +102,7 @@ fn spawn_child(env: &[(&str, &str)], stdout: Stdio) -> Child {
     let exe = std::env::current_exe().expect("the test binary's path");
     let mut cmd = Command::new(exe);
     cmd.args([
-        "child_process",
+        "db_safety::child_process",
         "--exact",
         "--nocapture",
         "--test-threads=1",

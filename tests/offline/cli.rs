@@ -1,10 +1,9 @@
 //! Command-line behaviour that works without a GPU or NVRTC: `--help`, `best` and `export`
 //! against a committed database. What the command line refuses (bad shapes, options,
-//! databases, suites...) is the table of tests/hostile.rs.
+//! databases, suites...) is the table of tests/offline/hostile.rs.
 
-mod common;
-
-use common::{ok, run, H200_DB};
+use crate::common;
+use common::{ok, root, run, H200_DB};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -590,11 +589,6 @@ fn evaluate_rescores_a_committed_measurement_without_a_gpu() {
 
 // ---------------------------------------------------------------------------------------------
 // The docs: what they say the command line does, and where they point
-
-/// The repository root.
-fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-}
 
 /// The Markdown pages a newcomer reads: the README, docs/ and the results page.
 fn doc_pages() -> Vec<PathBuf> {

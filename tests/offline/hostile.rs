@@ -14,8 +14,7 @@
 //! `AUTOTUNE_REQUIRE_NO_CUDA=1`. Every row runs; the test fails at the end, listing each row
 //! that failed.
 
-mod common;
-
+use crate::common;
 use common::{GEMM_SUITE, GEMV_SUITE, H200_DB, REQUIRE_NO_CUDA};
 use std::fs;
 use std::path::Path;

@@ -3,21 +3,14 @@
 //! are `results/tuning.toml` (as of issue 5) split per GPU, and `tests/data/h100-h200-suites.toml`
 //! is the whole of it.
 
-mod common;
-
+use crate::common;
 use autotune::db::Database;
 use autotune::problem::{Op, Shape};
 use autotune::report::formats::JsonExport;
 use autotune::tuning::cross::{CrossMeasurement, Portability};
-use common::{fails_with, ok, run};
+use common::{data, fails_with, ok, run};
 use std::fs;
-use std::path::{Path, PathBuf};
-
-fn data(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/data")
-        .join(name)
-}
+use std::path::Path;
 
 const H100: &str = "h100-suites.toml";
 const H200: &str = "h200-suites.toml";
