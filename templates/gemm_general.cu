@@ -140,29 +140,8 @@
 #define B_NROWS (BN / T_ROWSTEP)
 #endif
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define GG_ASYNC 1
-#else
-#define GG_ASYNC 0
-#endif
-
-#if GG_ASYNC
-__device__ __forceinline__ void gg_cp4(unsigned dst, const float* src, bool ok)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(ok ? 4 : 0));
-}
-__device__ __forceinline__ void gg_cp16(unsigned dst, const float* src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void gg_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N_>
-__device__ __forceinline__ void gg_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N_) : "memory");
-}
-#endif
+#include "cp_async.cuh"
+#include "warptile_mainloop.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -230,16 +209,9 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #endif
 
     // ---- this thread's place in the warp tile ----
-    const int warp = tid >> 5;
-    const int lane = tid & 31;
-    const int warp_m = warp / WARPS_N;
-    const int warp_n = warp - warp_m * WARPS_N;
-    const int t_row = lane / TCOLS;
-    const int t_col = lane - t_row * TCOLS;
-    const int fa_off = warp_m * WM + t_row * TM; // column of As a thread reads from
-    const int fb_off = warp_n * WN + t_col * TN; // column of Bs a thread reads from
+    WARPTILE_THREAD_PLACE
 
-#if GG_ASYNC
+#if CP_ASYNC
     const unsigned as_sh = static_cast<unsigned>(__cvta_generic_to_shared(As)) + 4u * a_sh;
     const unsigned bs_sh = static_cast<unsigned>(__cvta_generic_to_shared(Bs)) + 4u * b_sh;
 #endif
@@ -257,7 +229,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         const float* const a_base = Ab + a_off0;
         const float* const b_base = Bb + b_off0;
 
-#if GG_ASYNC
+#if CP_ASYNC
         // Issues the copies of K tile `kt` into stage `st`.
         auto issue = [&](int kt, int st) {
             const int k0 = kt * BK;
@@ -270,20 +242,20 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 for (int r = 0; r < A_NROWS; ++r)
 #pragma unroll
                     for (int g = 0; g < T_NKG; ++g)
-                        gg_cp4(as_dst + 4u * (g * 8 * AS_LD + r * T_ROWSTEP),
+                        cp_async4(as_dst + 4u * (g * 8 * AS_LD + r * T_ROWSTEP),
                                pa + r * a_rstep + g * 8, true);
 #else
                 const float* const pa = a_base + (long long)k0 * lda;
                 if (a_vec) {
 #pragma unroll
                     for (int l = 0; l < A_PER; ++l)
-                        gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep);
+                        cp_async16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep);
                 } else {
 #pragma unroll
                     for (int l = 0; l < A_PER; ++l)
 #pragma unroll
                         for (int q = 0; q < 4; ++q)
-                            gg_cp4(as_dst + 4u * (l * A_KSTEP * AS_LD + q), pa + l * a_kstep + q,
+                            cp_async4(as_dst + 4u * (l * A_KSTEP * AS_LD + q), pa + l * a_kstep + q,
                                    true);
                 }
 #endif
@@ -292,13 +264,13 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 if (b_vec) {
 #pragma unroll
                     for (int l = 0; l < B_PER; ++l)
-                        gg_cp16(bs_dst + 4u * (l * B_KSTEP * BS_LD), pb + l * b_kstep);
+                        cp_async16(bs_dst + 4u * (l * B_KSTEP * BS_LD), pb + l * b_kstep);
                 } else {
 #pragma unroll
                     for (int l = 0; l < B_PER; ++l)
 #pragma unroll
                         for (int q = 0; q < 4; ++q)
-                            gg_cp4(bs_dst + 4u * (l * B_KSTEP * BS_LD + q), pb + l * b_kstep + q,
+                            cp_async4(bs_dst + 4u * (l * B_KSTEP * BS_LD + q), pb + l * b_kstep + q,
                                    true);
                 }
 #else
@@ -307,7 +279,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 for (int r = 0; r < B_NROWS; ++r)
 #pragma unroll
                     for (int g = 0; g < T_NKG; ++g)
-                        gg_cp4(bs_dst + 4u * (g * 8 * BS_LD + r * T_ROWSTEP),
+                        cp_async4(bs_dst + 4u * (g * 8 * BS_LD + r * T_ROWSTEP),
                                pb + r * b_rstep + g * 8, true);
 #endif
                 return;
@@ -321,7 +293,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #pragma unroll
                 for (int g = 0; g < T_NKG; ++g) {
                     const bool ok = row_ok & (k0 + a_kin + g * 8 < K);
-                    gg_cp4(as_dst + 4u * (g * 8 * AS_LD + r * T_ROWSTEP),
+                    cp_async4(as_dst + 4u * (g * 8 * AS_LD + r * T_ROWSTEP),
                            ok ? a_base + k0 + r * a_rstep + g * 8 : Ab, ok);
                 }
             }
@@ -332,12 +304,12 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 const float* const p = a_base + (long long)k0 * lda + l * a_kstep;
                 const unsigned d = as_dst + 4u * (l * A_KSTEP * AS_LD);
                 if (a_vec && row_ok && a_col + 4 <= M) {
-                    gg_cp16(d, p);
+                    cp_async16(d, p);
                 } else {
 #pragma unroll
                     for (int q = 0; q < 4; ++q) {
                         const bool ok = row_ok & (a_col + q < M);
-                        gg_cp4(d + 4u * q, ok ? p + q : Ab, ok);
+                        cp_async4(d + 4u * q, ok ? p + q : Ab, ok);
                     }
                 }
             }
@@ -349,12 +321,12 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 const float* const p = b_base + (long long)k0 * ldb + l * b_kstep;
                 const unsigned d = bs_dst + 4u * (l * B_KSTEP * BS_LD);
                 if (b_vec && row_ok && b_col + 4 <= N) {
-                    gg_cp16(d, p);
+                    cp_async16(d, p);
                 } else {
 #pragma unroll
                     for (int q = 0; q < 4; ++q) {
                         const bool ok = row_ok & (b_col + q < N);
-                        gg_cp4(d + 4u * q, ok ? p + q : Bb, ok);
+                        cp_async4(d + 4u * q, ok ? p + q : Bb, ok);
                     }
                 }
             }
@@ -365,7 +337,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #pragma unroll
                 for (int g = 0; g < T_NKG; ++g) {
                     const bool ok = row_ok & (k0 + b_kin + g * 8 < K);
-                    gg_cp4(bs_dst + 4u * (g * 8 * BS_LD + r * T_ROWSTEP),
+                    cp_async4(bs_dst + 4u * (g * 8 * BS_LD + r * T_ROWSTEP),
                            ok ? b_base + k0 + r * b_rstep + g * 8 : Bb, ok);
                 }
             }
@@ -466,101 +438,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #endif
 
         float acc[FRAG_M][FRAG_N];
-#pragma unroll
-        for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-            for (int j = 0; j < FRAG_N; ++j) acc[i][j] = 0.0f;
-
-        float fa[2][FRAG_M];
-        float fb[2][FRAG_N];
-        // Shared -> registers: the fragments of k row `k` of the stage at as / bs.
-#define GG_LOAD_FRAG(buf, as, bs, k)                                                             \
-    {                                                                                            \
-        _Pragma("unroll") for (int i = 0; i < WMITER; ++i)                                       \
-        _Pragma("unroll") for (int q = 0; q < TM; q += 4)                                        \
-        {                                                                                        \
-            const float4 v = *reinterpret_cast<const float4*>(                                   \
-                (as) + (k) * AS_LD + fa_off + i * WSUBM + q);                                    \
-            fa[buf][i * TM + q + 0] = v.x;                                                       \
-            fa[buf][i * TM + q + 1] = v.y;                                                       \
-            fa[buf][i * TM + q + 2] = v.z;                                                       \
-            fa[buf][i * TM + q + 3] = v.w;                                                       \
-        }                                                                                        \
-        _Pragma("unroll") for (int j = 0; j < WNITER; ++j)                                       \
-        _Pragma("unroll") for (int q = 0; q < TN; q += 4)                                        \
-        {                                                                                        \
-            const float4 v = *reinterpret_cast<const float4*>(                                   \
-                (bs) + (k) * BS_LD + fb_off + j * WSUBN + q);                                    \
-            fb[buf][j * TN + q + 0] = v.x;                                                       \
-            fb[buf][j * TN + q + 1] = v.y;                                                       \
-            fb[buf][j * TN + q + 2] = v.z;                                                       \
-            fb[buf][j * TN + q + 3] = v.w;                                                       \
-        }                                                                                        \
-    }
-
-        // ---- prologue: STAGES-1 tiles in flight ----
-#pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {
-#if GG_ASYNC
-            if (s < num_tiles) issue(s, s);
-            gg_commit();
-#else
-            if (s < num_tiles) {
-                fetch(s);
-                store(s);
-            }
-#endif
-        }
-#if GG_ASYNC
-        gg_wait<STAGES - 2>();
-#endif
-        __syncthreads();
-
-        int rs = 0;          // stage being read
-        int ws = STAGES - 1; // stage being filled
-        const float* as = As;
-        const float* bs = Bs;
-        GG_LOAD_FRAG(0, as, bs, 0);
-
-        for (int kt = 0; kt < num_tiles; ++kt) {
-#pragma unroll
-            for (int k = 0; k < BK; ++k) {
-                if (k == BK - 1) {
-                    // Tile kt+1 must be resident before its first fragments are read.
-#if !GG_ASYNC
-                    if (kt + STAGES - 1 < num_tiles) store(ws);
-#else
-                    gg_wait<STAGES - 2>();
-#endif
-                    __syncthreads();
-                    ws = (ws + 1 == STAGES) ? 0 : ws + 1;
-                    rs = (rs + 1 == STAGES) ? 0 : rs + 1;
-                    as = As + rs * AS_STAGE;
-                    bs = Bs + rs * BS_STAGE;
-                    GG_LOAD_FRAG((k + 1) & 1, as, bs, 0);
-                } else {
-                    GG_LOAD_FRAG((k + 1) & 1, as, bs, k + 1);
-                }
-                if (k == 0) {
-                    // The stage written now was last read in tile kt-1, before the barrier
-                    // above.
-#if GG_ASYNC
-                    if (kt + STAGES - 1 < num_tiles) issue(kt + STAGES - 1, ws);
-                    gg_commit();
-#else
-                    if (kt + STAGES - 1 < num_tiles) fetch(kt + STAGES - 1);
-#endif
-                }
-#pragma unroll
-                for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-                    for (int j = 0; j < FRAG_N; ++j)
-                        acc[i][j] = fmaf(fa[k & 1][i], fb[k & 1][j], acc[i][j]);
-            }
-        }
-#if GG_ASYNC
-        gg_wait<0>();
-#endif
+        WARPTILE_ZERO_ACC(acc)
+        WARPTILE_MAINLOOP(acc)
         // The last step read (speculatively) the stage after the last tile; the next batch's
         // prologue must not overwrite stages before every warp is done with them.
         __syncthreads();

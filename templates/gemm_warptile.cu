@@ -75,6 +75,7 @@
 
 #define AS_LD (BM + PAD)
 #define AS_STAGE (BK * AS_LD)
+#define BS_LD BN
 #define BS_STAGE (BK * BN)
 // B: 16-byte chunks per thread and tile, and the K rows one round of chunks covers.
 #define B_PER (BK * BN / 4 / THREADS)
@@ -99,30 +100,8 @@
 #error "with PAD == 0 the A loader needs THREADS and BM to divide one another"
 #endif
 
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define WT_ASYNC 1
-#else
-#define WT_ASYNC 0
-#endif
-
-#if WT_ASYNC
-__device__ __forceinline__ void wt_cp4(unsigned dst, const float* src, bool ok)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(ok ? 4 : 0));
-}
-__device__ __forceinline__ void wt_cp16(unsigned dst, const float* src, bool ok)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(ok ? 16 : 0));
-}
-__device__ __forceinline__ void wt_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N_>
-__device__ __forceinline__ void wt_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N_) : "memory");
-}
-#endif
+#include "cp_async.cuh"
+#include "warptile_mainloop.cuh"
 
 // Adds v into C[row][col..col+3] (split-K), 16 bytes at once on sm_90 when allowed.
 __device__ __forceinline__ void wt_add4(float* p, float4 v, bool vec, int valid)
@@ -140,6 +119,14 @@ __device__ __forceinline__ void wt_add4(float* p, float4 v, bool vec, int valid)
     if (valid > 2) atomicAdd(p + 2, v.z);
     if (valid > 3) atomicAdd(p + 3, v.w);
 }
+
+// How the epilogue writes four columns: added with atomics (split-K: C was zeroed), or stored.
+#if SPLIT_K > 1
+#define WT_STORE4(crow, col, v)                                                                  \
+    if (col < N) wt_add4(crow + col, v, c_vec, N - col);
+#else
+#define WT_STORE4 WARPTILE_STORE4
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -221,7 +208,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     const int b_k0 = tid / (BN / 4);
     const int b_col = bn + b_c4 * 4;
     const float* const b_base = B + (long long)(k_begin + b_k0) * N + min(b_col, N - 1);
-#if WT_ASYNC
+#if CP_ASYNC
     // Block-uniform: every copy of a tile lies inside the matrix and B's rows are 16-byte
     // aligned, so the copies need no checks (for K tiles that also lie inside the K chunk).
     const bool interior = bm + BM <= M && bn + BN <= N && b_vec;
@@ -240,11 +227,11 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             for (int r = 0; r < A_NROWS; ++r)
 #pragma unroll
                 for (int g = 0; g < A_NKG; ++g)
-                    wt_cp4(as_dst + 4u * (g * A_KSTEP * AS_LD + r * A_ROWSTEP),
+                    cp_async4(as_dst + 4u * (g * A_KSTEP * AS_LD + r * A_ROWSTEP),
                            a_row[r] + kt * BK + g * A_KSTEP, true);
 #pragma unroll
             for (int l = 0; l < B_PER; ++l)
-                wt_cp16(bs_dst + 4u * (l * B_KSTEP * BN),
+                cp_async16_zfill(bs_dst + 4u * (l * B_KSTEP * BN),
                         b_base + b_off + (long long)(l * B_KSTEP) * N, true);
             return;
         }
@@ -257,7 +244,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             for (int g = 0; g < A_NKG; ++g) {
                 const int kk = k0 + a_kin + g * A_KSTEP;
                 const bool ok = row_ok & (kk < k_end);
-                wt_cp4(as_dst + 4u * (g * A_KSTEP * AS_LD + r * A_ROWSTEP),
+                cp_async4(as_dst + 4u * (g * A_KSTEP * AS_LD + r * A_ROWSTEP),
                        ok ? a_row[r] + kt * BK + g * A_KSTEP : A, ok);
             }
         }
@@ -268,12 +255,12 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             const float* const p = b_base + b_off + (long long)(l * B_KSTEP) * N;
             if (b_vec) {
                 const bool ok = row_ok & (b_col < N);
-                wt_cp16(bs_dst + 4u * (l * B_KSTEP * BN), ok ? p : B, ok);
+                cp_async16_zfill(bs_dst + 4u * (l * B_KSTEP * BN), ok ? p : B, ok);
             } else {
 #pragma unroll
                 for (int q = 0; q < 4; ++q) {
                     const bool ok = row_ok & (b_col + q < N);
-                    wt_cp4(bs_dst + 4u * (l * B_KSTEP * BN + q), ok ? p + q : B, ok);
+                    cp_async4(bs_dst + 4u * (l * B_KSTEP * BN + q), ok ? p + q : B, ok);
                 }
             }
         }
@@ -324,145 +311,12 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #endif
 
     // ---- this thread's place in the warp tile ----
-    const int warp = tid >> 5;
-    const int lane = tid & 31;
-    const int warp_m = warp / WARPS_N;
-    const int warp_n = warp - warp_m * WARPS_N;
-    const int t_row = lane / TCOLS;
-    const int t_col = lane - t_row * TCOLS;
-    const int a_off = warp_m * WM + t_row * TM; // column of As a thread reads from
-    const int b_off = warp_n * WN + t_col * TN; // column of Bs a thread reads from
+    WARPTILE_THREAD_PLACE
 
     float acc[FRAG_M][FRAG_N];
-#pragma unroll
-    for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-        for (int j = 0; j < FRAG_N; ++j) acc[i][j] = 0.0f;
-
-    float fa[2][FRAG_M];
-    float fb[2][FRAG_N];
-    // Shared -> registers: the fragments of k row `k` of the stage at as / bs.
-#define WT_LOAD_FRAG(buf, as, bs, k)                                                             \
-    {                                                                                            \
-        _Pragma("unroll") for (int i = 0; i < WMITER; ++i)                                       \
-        _Pragma("unroll") for (int q = 0; q < TM; q += 4)                                        \
-        {                                                                                        \
-            const float4 v = *reinterpret_cast<const float4*>(                                   \
-                (as) + (k) * AS_LD + a_off + i * WSUBM + q);                                     \
-            fa[buf][i * TM + q + 0] = v.x;                                                       \
-            fa[buf][i * TM + q + 1] = v.y;                                                       \
-            fa[buf][i * TM + q + 2] = v.z;                                                       \
-            fa[buf][i * TM + q + 3] = v.w;                                                       \
-        }                                                                                        \
-        _Pragma("unroll") for (int j = 0; j < WNITER; ++j)                                       \
-        _Pragma("unroll") for (int q = 0; q < TN; q += 4)                                        \
-        {                                                                                        \
-            const float4 v = *reinterpret_cast<const float4*>(                                   \
-                (bs) + (k) * BN + b_off + j * WSUBN + q);                                        \
-            fb[buf][j * TN + q + 0] = v.x;                                                       \
-            fb[buf][j * TN + q + 1] = v.y;                                                       \
-            fb[buf][j * TN + q + 2] = v.z;                                                       \
-            fb[buf][j * TN + q + 3] = v.w;                                                       \
-        }                                                                                        \
-    }
-
-    // ---- prologue: STAGES-1 tiles in flight ----
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-#if WT_ASYNC
-        if (s < num_tiles) issue(s, s);
-        wt_commit();
-#else
-        if (s < num_tiles) {
-            fetch(s);
-            store(s);
-        }
-#endif
-    }
-#if WT_ASYNC
-    wt_wait<STAGES - 2>();
-#endif
-    __syncthreads();
-
-    int rs = 0;          // stage being read
-    int ws = STAGES - 1; // stage being filled
-    const float* as = As;
-    const float* bs = Bs;
-    WT_LOAD_FRAG(0, as, bs, 0);
-
-    for (int kt = 0; kt < num_tiles; ++kt) {
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            if (k == BK - 1) {
-                // Tile kt+1 must be resident before its first fragments are read.
-#if !WT_ASYNC
-                if (kt + STAGES - 1 < num_tiles) store(ws);
-#else
-                wt_wait<STAGES - 2>();
-#endif
-                __syncthreads();
-                ws = (ws + 1 == STAGES) ? 0 : ws + 1;
-                rs = (rs + 1 == STAGES) ? 0 : rs + 1;
-                as = As + rs * AS_STAGE;
-                bs = Bs + rs * BS_STAGE;
-                WT_LOAD_FRAG((k + 1) & 1, as, bs, 0);
-            } else {
-                WT_LOAD_FRAG((k + 1) & 1, as, bs, k + 1);
-            }
-            if (k == 0) {
-                // The stage written now was last read in tile kt-1, before the barrier above.
-#if WT_ASYNC
-                if (kt + STAGES - 1 < num_tiles) issue(kt + STAGES - 1, ws);
-                wt_commit();
-#else
-                if (kt + STAGES - 1 < num_tiles) fetch(kt + STAGES - 1);
-#endif
-            }
-#pragma unroll
-            for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-                for (int j = 0; j < FRAG_N; ++j)
-                    acc[i][j] = fmaf(fa[k & 1][i], fb[k & 1][j], acc[i][j]);
-        }
-    }
-#if WT_ASYNC
-    wt_wait<0>();
-#endif
+    WARPTILE_ZERO_ACC(acc)
+    WARPTILE_MAINLOOP(acc)
 
     // ---- epilogue ----
-    const bool c_vec = (N & 3) == 0 && (reinterpret_cast<unsigned long long>(C) & 15) == 0;
-#pragma unroll
-    for (int i = 0; i < WMITER; ++i) {
-#pragma unroll
-        for (int p = 0; p < TM; ++p) {
-            const int row = bm + a_off + i * WSUBM + p;
-            if (row < M) {
-                float* const crow = C + (long long)row * N;
-#pragma unroll
-                for (int j = 0; j < WNITER; ++j) {
-#pragma unroll
-                    for (int q = 0; q < TN; q += 4) {
-                        const int col = bn + b_off + j * WSUBN + q;
-                        const float4 v =
-                            make_float4(acc[i * TM + p][j * TN + q + 0],
-                                        acc[i * TM + p][j * TN + q + 1],
-                                        acc[i * TM + p][j * TN + q + 2],
-                                        acc[i * TM + p][j * TN + q + 3]);
-#if SPLIT_K > 1
-                        if (col < N) wt_add4(crow + col, v, c_vec, N - col);
-#else
-                        if (c_vec && col < N) {
-                            *reinterpret_cast<float4*>(crow + col) = v;
-                        } else {
-                            if (col + 0 < N) crow[col + 0] = v.x;
-                            if (col + 1 < N) crow[col + 1] = v.y;
-                            if (col + 2 < N) crow[col + 2] = v.z;
-                            if (col + 3 < N) crow[col + 3] = v.w;
-                        }
-#endif
-                    }
-                }
-            }
-        }
-    }
+    WARPTILE_EPILOGUE(acc, WT_STORE4)
 }

@@ -1,0 +1,173 @@
+// The warp-tile main loop of the gemm_warptile and gemm_general families: the thread's place in
+// its warp tile, the accumulators, register fragments double-buffered, and the multi-stage
+// shared-memory pipeline over a block's K tiles.
+// Expects: BM, BN, BK, WM, WN, TM, TN, STAGES and the template's derived WARPS_N, WMITER, WSUBM,
+// WSUBN, TCOLS, FRAG_M, FRAG_N; AS_LD / BS_LD (floats per k row of the shared A / B tile) and
+// AS_STAGE / BS_STAGE (floats per stage); CP_ASYNC (cp_async.cuh).
+//
+// Pipeline: the copies of tile kt+STAGES-1 are issued (one cp.async group) at the first k step
+// of tile kt; at its last k step every thread waits for tile kt+1's group, one barrier, and the
+// next tile's first fragments are loaded before the last FMAs of this one (step k+1's fragments
+// are read from shared memory during step k's FMAs). The k loop of a tile is fully unrolled.
+// The last step reads (speculatively) the stage after the last tile.
+//
+// These are macros over the kernel's locals (textually the code they replace, so the kernels
+// compile exactly as before they were shared).
+
+// The thread's place in the warp tile: fa_off / fb_off, the first column of As / Bs it reads.
+// Needs `tid`.
+#define WARPTILE_THREAD_PLACE                                                                    \
+    const int warp = tid >> 5;                                                                   \
+    const int lane = tid & 31;                                                                   \
+    const int warp_m = warp / WARPS_N;                                                           \
+    const int warp_n = warp - warp_m * WARPS_N;                                                  \
+    const int t_row = lane / TCOLS;                                                              \
+    const int t_col = lane - t_row * TCOLS;                                                      \
+    const int fa_off = warp_m * WM + t_row * TM; /* column of As a thread reads from */          \
+    const int fb_off = warp_n * WN + t_col * TN; /* column of Bs a thread reads from */
+
+// Zeroes the accumulators acc[FRAG_M][FRAG_N].
+#define WARPTILE_ZERO_ACC(acc)                                                                   \
+    _Pragma("unroll") for (int i = 0; i < FRAG_M; ++i)                                           \
+    _Pragma("unroll") for (int j = 0; j < FRAG_N; ++j) acc[i][j] = 0.0f;
+
+// Shared -> registers: the fragments of k row `k` of the stage at as / bs into fa[buf] /
+// fb[buf].
+#define WARPTILE_LOAD_FRAG(buf, as, bs, k)                                                       \
+    {                                                                                            \
+        _Pragma("unroll") for (int i = 0; i < WMITER; ++i)                                       \
+        _Pragma("unroll") for (int q = 0; q < TM; q += 4)                                        \
+        {                                                                                        \
+            const float4 v = *reinterpret_cast<const float4*>(                                   \
+                (as) + (k) * AS_LD + fa_off + i * WSUBM + q);                                    \
+            fa[buf][i * TM + q + 0] = v.x;                                                       \
+            fa[buf][i * TM + q + 1] = v.y;                                                       \
+            fa[buf][i * TM + q + 2] = v.z;                                                       \
+            fa[buf][i * TM + q + 3] = v.w;                                                       \
+        }                                                                                        \
+        _Pragma("unroll") for (int j = 0; j < WNITER; ++j)                                       \
+        _Pragma("unroll") for (int q = 0; q < TN; q += 4)                                        \
+        {                                                                                        \
+            const float4 v = *reinterpret_cast<const float4*>(                                   \
+                (bs) + (k) * BS_LD + fb_off + j * WSUBN + q);                                    \
+            fb[buf][j * TN + q + 0] = v.x;                                                       \
+            fb[buf][j * TN + q + 1] = v.y;                                                       \
+            fb[buf][j * TN + q + 2] = v.z;                                                       \
+            fb[buf][j * TN + q + 3] = v.w;                                                       \
+        }                                                                                        \
+    }
+
+// The pipeline's steps that differ with and without cp.async. With cp.async the template
+// defines issue(kt, st) (the copies of K tile kt into stage st); without, fetch(kt) (global ->
+// registers) and store(st) (registers -> stage st).
+#if CP_ASYNC
+#define WARPTILE_PROLOGUE_STEP(s)                                                                \
+    if (s < num_tiles) issue(s, s);                                                              \
+    cp_async_commit();
+#define WARPTILE_PROLOGUE_WAIT cp_async_wait<STAGES - 2>();
+#define WARPTILE_NEXT_TILE_WAIT cp_async_wait<STAGES - 2>();
+#define WARPTILE_REFILL                                                                          \
+    if (kt + STAGES - 1 < num_tiles) issue(kt + STAGES - 1, ws);                                 \
+    cp_async_commit();
+#define WARPTILE_DRAIN cp_async_wait<0>();
+#else
+#define WARPTILE_PROLOGUE_STEP(s)                                                                \
+    if (s < num_tiles) {                                                                         \
+        fetch(s);                                                                                \
+        store(s);                                                                                \
+    }
+#define WARPTILE_PROLOGUE_WAIT
+#define WARPTILE_NEXT_TILE_WAIT                                                                  \
+    if (kt + STAGES - 1 < num_tiles) store(ws);
+#define WARPTILE_REFILL                                                                          \
+    if (kt + STAGES - 1 < num_tiles) fetch(kt + STAGES - 1);
+#define WARPTILE_DRAIN
+#endif
+
+// The main loop over `num_tiles` K tiles, accumulating into acc[FRAG_M][FRAG_N] (zeroed by the
+// caller). Needs As, Bs (the stages' bases), num_tiles, fa_off, fb_off and the copies above;
+// declares fa, fb, rs, ws, as, bs. Ends with no copies in flight.
+#define WARPTILE_MAINLOOP(acc)                                                                   \
+    float fa[2][FRAG_M];                                                                         \
+    float fb[2][FRAG_N];                                                                         \
+    /* ---- prologue: STAGES-1 tiles in flight ---- */                                          \
+    _Pragma("unroll") for (int s = 0; s < STAGES - 1; ++s)                                       \
+    {                                                                                            \
+        WARPTILE_PROLOGUE_STEP(s)                                                                \
+    }                                                                                            \
+    WARPTILE_PROLOGUE_WAIT                                                                       \
+    __syncthreads();                                                                             \
+                                                                                                 \
+    int rs = 0;          /* stage being read */                                                  \
+    int ws = STAGES - 1; /* stage being filled */                                                \
+    const float* as = As;                                                                        \
+    const float* bs = Bs;                                                                        \
+    WARPTILE_LOAD_FRAG(0, as, bs, 0);                                                            \
+                                                                                                 \
+    for (int kt = 0; kt < num_tiles; ++kt) {                                                     \
+        _Pragma("unroll") for (int k = 0; k < BK; ++k)                                           \
+        {                                                                                        \
+            if (k == BK - 1) {                                                                   \
+                /* Tile kt+1 must be resident before its first fragments are read. */            \
+                WARPTILE_NEXT_TILE_WAIT                                                          \
+                __syncthreads();                                                                 \
+                ws = (ws + 1 == STAGES) ? 0 : ws + 1;                                            \
+                rs = (rs + 1 == STAGES) ? 0 : rs + 1;                                            \
+                as = As + rs * AS_STAGE;                                                         \
+                bs = Bs + rs * BS_STAGE;                                                         \
+                WARPTILE_LOAD_FRAG((k + 1) & 1, as, bs, 0);                                      \
+            } else {                                                                             \
+                WARPTILE_LOAD_FRAG((k + 1) & 1, as, bs, k + 1);                                  \
+            }                                                                                    \
+            if (k == 0) {                                                                        \
+                /* The stage written now was last read in tile kt-1, before the barrier */       \
+                /* above. */                                                                     \
+                WARPTILE_REFILL                                                                  \
+            }                                                                                    \
+            _Pragma("unroll") for (int i = 0; i < FRAG_M; ++i)                                   \
+            _Pragma("unroll") for (int j = 0; j < FRAG_N; ++j)                                   \
+                acc[i][j] = fmaf(fa[k & 1][i], fb[k & 1][j], acc[i][j]);                         \
+        }                                                                                        \
+    }                                                                                            \
+    WARPTILE_DRAIN
+
+// Four consecutive columns v of row `crow` at `col` stored plainly: as a float4 when c_vec (C's
+// rows 16-byte aligned) and the chunk starts inside N, else element by element inside N.
+#define WARPTILE_STORE4(crow, col, v)                                                            \
+    if (c_vec && col < N) {                                                                      \
+        *reinterpret_cast<float4*>(crow + col) = v;                                              \
+    } else {                                                                                     \
+        if (col + 0 < N) crow[col + 0] = v.x;                                                    \
+        if (col + 1 < N) crow[col + 1] = v.y;                                                    \
+        if (col + 2 < N) crow[col + 2] = v.z;                                                    \
+        if (col + 3 < N) crow[col + 3] = v.w;                                                    \
+    }
+
+// The epilogue of the plain-interface kernels (C is M x N, row-major, ldc = N): the thread's
+// accumulators of the tile at (bm, bn), four columns at a time, written by STORE4(crow, col, v)
+// (a macro: WARPTILE_STORE4 or the template's own, e.g. atomic adds); c_vec says whether C's
+// rows are 16-byte aligned. Needs M, N, C, bm, bn, fa_off, fb_off.
+#define WARPTILE_EPILOGUE(acc, STORE4)                                                           \
+    const bool c_vec = (N & 3) == 0 && (reinterpret_cast<unsigned long long>(C) & 15) == 0;      \
+    _Pragma("unroll") for (int i = 0; i < WMITER; ++i)                                           \
+    {                                                                                            \
+        _Pragma("unroll") for (int p = 0; p < TM; ++p)                                           \
+        {                                                                                        \
+            const int row = bm + fa_off + i * WSUBM + p;                                         \
+            if (row < M) {                                                                       \
+                float* const crow = C + (long long)row * N;                                      \
+                _Pragma("unroll") for (int j = 0; j < WNITER; ++j)                               \
+                {                                                                                \
+                    _Pragma("unroll") for (int q = 0; q < TN; q += 4)                            \
+                    {                                                                            \
+                        const int col = bn + fb_off + j * WSUBN + q;                             \
+                        const float4 v = make_float4(acc[i * TM + p][j * TN + q + 0],            \
+                                                     acc[i * TM + p][j * TN + q + 1],            \
+                                                     acc[i * TM + p][j * TN + q + 2],            \
+                                                     acc[i * TM + p][j * TN + q + 3]);           \
+                        STORE4(crow, col, v)                                                     \
+                    }                                                                            \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+    }
