@@ -116,42 +116,10 @@
 #if SPLIT_K < 1
 #error "SPLIT_K must be >= 1"
 #endif
-// Transposing copies (8 k of THREADS/8 rows per round) and chunk copies (BM/4 or BN/4 chunks
-// per k row) must divide the tile evenly among the threads.
-#if TRANS_A == 0 && ((BM * BK) % THREADS != 0 || (THREADS / 8) > BM || BM % (THREADS / 8) != 0)
-#error "TRANS_A = 0: the A loader needs THREADS / 8 to divide BM"
-#endif
-#if TRANS_A == 1 && ((BK * BM / 4) % THREADS != 0 || THREADS % (BM / 4) != 0)
-#error "TRANS_A = 1: A's 16-byte chunks do not divide evenly among the threads"
-#endif
-#if TRANS_B == 0 && ((BK * BN / 4) % THREADS != 0 || THREADS % (BN / 4) != 0)
-#error "TRANS_B = 0: B's 16-byte chunks do not divide evenly among the threads"
-#endif
-#if TRANS_B == 1 && ((BN * BK) % THREADS != 0 || (THREADS / 8) > BN || BN % (THREADS / 8) != 0)
-#error "TRANS_B = 1: the B loader needs THREADS / 8 to divide BN"
-#endif
-
-// Loader geometry. Transposing loader (X = 0: A with TRANS_A = 0, B with TRANS_B = 1): thread
-// t copies k = t % 8 (+ 8g) of row t / 8 (+ r * THREADS/8). Chunk loader (A with TRANS_A = 1,
-// B with TRANS_B = 0): thread t copies the 4 floats at (t % (W/4)) * 4 of k row t / (W/4)
-// (+ l * THREADS/(W/4)).
-#define T_ROWSTEP (THREADS / 8)
-#define T_NKG (BK / 8)
-#if TRANS_A == 0
-#define A_NROWS (BM / T_ROWSTEP)
-#else
-#define A_PER (BK * BM / 4 / THREADS)
-#define A_KSTEP (THREADS / (BM / 4))
-#endif
-#if TRANS_B == 0
-#define B_PER (BK * BN / 4 / THREADS)
-#define B_KSTEP (THREADS / (BN / 4))
-#else
-#define B_NROWS (BN / T_ROWSTEP)
-#endif
 
 #include "cp_async.cuh"
 #include "warptile_mainloop.cuh"
+#include "gemm_general_copies.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -185,46 +153,12 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     // Block-uniform: the tile lies inside M and N, so interior K tiles need no checks.
     const bool interior = bm + BM <= M && bn + BN <= N;
 
-    // ---- A loader: element (m, k) of a tile goes to As[k][m] ----
-#if TRANS_A == 0
-    const int a_kin = tid & 7;
-    const int a_m0 = tid >> 3;
-    // Offset of this thread's first element; row r adds r * a_rstep. Rows past M are never
-    // read (zero-filled), so their offsets may point anywhere.
-    const long long a_off0 = (long long)(bm + a_m0) * lda + a_kin;
-    const long long a_rstep = (long long)T_ROWSTEP * lda;
-    const int a_sh = a_kin * AS_LD + a_m0;
-#else
-    const int a_c4 = tid % (BM / 4);
-    const int a_k0 = tid / (BM / 4);
-    const int a_col = bm + a_c4 * 4;
-    const long long a_off0 = (long long)a_k0 * lda + a_col;
-    const long long a_kstep = (long long)A_KSTEP * lda;
-    const int a_sh = a_k0 * AS_LD + a_c4 * 4;
-#endif
-    // ---- B loader: element (k, n) of a tile goes to Bs[k][n] ----
-#if TRANS_B == 0
-    const int b_c4 = tid % (BN / 4);
-    const int b_k0 = tid / (BN / 4);
-    const int b_col = bn + b_c4 * 4;
-    const long long b_off0 = (long long)b_k0 * ldb + b_col;
-    const long long b_kstep = (long long)B_KSTEP * ldb;
-    const int b_sh = b_k0 * BS_LD + b_c4 * 4;
-#else
-    const int b_kin = tid & 7;
-    const int b_n0 = tid >> 3;
-    const long long b_off0 = (long long)(bn + b_n0) * ldb + b_kin;
-    const long long b_rstep = (long long)T_ROWSTEP * ldb;
-    const int b_sh = b_kin * BS_LD + b_n0;
-#endif
+    GEMM_GENERAL_COPY_GEOMETRY
 
     // ---- this thread's place in the warp tile ----
     WARPTILE_THREAD_PLACE
 
-#if CP_ASYNC
-    const unsigned as_sh = static_cast<unsigned>(__cvta_generic_to_shared(As)) + 4u * a_sh;
-    const unsigned bs_sh = static_cast<unsigned>(__cvta_generic_to_shared(Bs)) + 4u * b_sh;
-#endif
+    GEMM_GENERAL_COPY_SHARED
 
 #if SPLIT_K > 1
     // ---- which chunk of K (grid y) ----
@@ -255,222 +189,9 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         const float* const Ab = A + (long long)bz * strideA;
         const float* const Bb = B + (long long)bz * strideB;
         float* const Cb = C + (long long)bz * strideC;
-#if TRANS_A == 1
-        const bool a_vec = (lda & 3) == 0 && (reinterpret_cast<unsigned long long>(Ab) & 15) == 0;
-#endif
-#if TRANS_B == 0
-        const bool b_vec = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(Bb) & 15) == 0;
-#endif
-        const float* const a_base = Ab + a_off0;
-        const float* const b_base = Bb + b_off0;
+        GEMM_GENERAL_BATCH_OPERANDS
 
-#if CP_ASYNC
-        // Issues the copies of K tile `kt` into stage `st`.
-        auto issue = [&](int kt, int st) {
-            const int k0 = kb + kt * BK;
-            const unsigned as_dst = as_sh + 4u * (unsigned)(st * AS_STAGE);
-            const unsigned bs_dst = bs_sh + 4u * (unsigned)(st * BS_STAGE);
-            if (interior && k0 + BK <= ke) {
-#if TRANS_A == 0
-                const float* const pa = a_base + k0;
-#pragma unroll
-                for (int r = 0; r < A_NROWS; ++r)
-#pragma unroll
-                    for (int g = 0; g < T_NKG; ++g)
-                        cp_async4(as_dst + 4u * (g * 8 * AS_LD + r * T_ROWSTEP),
-                               pa + r * a_rstep + g * 8, true);
-#else
-                const float* const pa = a_base + (long long)k0 * lda;
-                if (a_vec) {
-#pragma unroll
-                    for (int l = 0; l < A_PER; ++l)
-                        cp_async16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep);
-                } else {
-#pragma unroll
-                    for (int l = 0; l < A_PER; ++l)
-#pragma unroll
-                        for (int q = 0; q < 4; ++q)
-                            cp_async4(as_dst + 4u * (l * A_KSTEP * AS_LD + q), pa + l * a_kstep + q,
-                                   true);
-                }
-#endif
-#if TRANS_B == 0
-                const float* const pb = b_base + (long long)k0 * ldb;
-                if (b_vec) {
-#pragma unroll
-                    for (int l = 0; l < B_PER; ++l)
-                        cp_async16(bs_dst + 4u * (l * B_KSTEP * BS_LD), pb + l * b_kstep);
-                } else {
-#pragma unroll
-                    for (int l = 0; l < B_PER; ++l)
-#pragma unroll
-                        for (int q = 0; q < 4; ++q)
-                            cp_async4(bs_dst + 4u * (l * B_KSTEP * BS_LD + q), pb + l * b_kstep + q,
-                                   true);
-                }
-#else
-                const float* const pb = b_base + k0;
-#pragma unroll
-                for (int r = 0; r < B_NROWS; ++r)
-#pragma unroll
-                    for (int g = 0; g < T_NKG; ++g)
-                        cp_async4(bs_dst + 4u * (g * 8 * BS_LD + r * T_ROWSTEP),
-                               pb + r * b_rstep + g * 8, true);
-#endif
-                return;
-            }
-            // Edge tile: every copy checked; out-of-range elements are zero-filled (their
-            // source address is the matrix's first element, never read).
-#if TRANS_A == 0
-#pragma unroll
-            for (int r = 0; r < A_NROWS; ++r) {
-                const bool row_ok = bm + a_m0 + r * T_ROWSTEP < M;
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g) {
-                    const bool ok = row_ok & (k0 + a_kin + g * 8 < ke);
-                    cp_async4(as_dst + 4u * (g * 8 * AS_LD + r * T_ROWSTEP),
-                           ok ? a_base + k0 + r * a_rstep + g * 8 : Ab, ok);
-                }
-            }
-#else
-#pragma unroll
-            for (int l = 0; l < A_PER; ++l) {
-                const bool row_ok = k0 + a_k0 + l * A_KSTEP < ke;
-                const float* const p = a_base + (long long)k0 * lda + l * a_kstep;
-                const unsigned d = as_dst + 4u * (l * A_KSTEP * AS_LD);
-                if (a_vec && row_ok && a_col + 4 <= M) {
-                    cp_async16(d, p);
-                } else {
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        const bool ok = row_ok & (a_col + q < M);
-                        cp_async4(d + 4u * q, ok ? p + q : Ab, ok);
-                    }
-                }
-            }
-#endif
-#if TRANS_B == 0
-#pragma unroll
-            for (int l = 0; l < B_PER; ++l) {
-                const bool row_ok = k0 + b_k0 + l * B_KSTEP < ke;
-                const float* const p = b_base + (long long)k0 * ldb + l * b_kstep;
-                const unsigned d = bs_dst + 4u * (l * B_KSTEP * BS_LD);
-                if (b_vec && row_ok && b_col + 4 <= N) {
-                    cp_async16(d, p);
-                } else {
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        const bool ok = row_ok & (b_col + q < N);
-                        cp_async4(d + 4u * q, ok ? p + q : Bb, ok);
-                    }
-                }
-            }
-#else
-#pragma unroll
-            for (int r = 0; r < B_NROWS; ++r) {
-                const bool row_ok = bn + b_n0 + r * T_ROWSTEP < N;
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g) {
-                    const bool ok = row_ok & (k0 + b_kin + g * 8 < ke);
-                    cp_async4(bs_dst + 4u * (g * 8 * BS_LD + r * T_ROWSTEP),
-                           ok ? b_base + k0 + r * b_rstep + g * 8 : Bb, ok);
-                }
-            }
-#endif
-        };
-#else
-        // Register-staged copies for archs without cp.async (always checked: these archs are
-        // not the target of the unchecked fast path).
-#if TRANS_A == 0
-        float a_reg[A_NROWS * T_NKG];
-#else
-        float4 a_reg[A_PER];
-#endif
-#if TRANS_B == 0
-        float4 b_reg[B_PER];
-#else
-        float b_reg[B_NROWS * T_NKG];
-#endif
-        auto fetch = [&](int kt) {
-            const int k0 = kb + kt * BK;
-#if TRANS_A == 0
-#pragma unroll
-            for (int r = 0; r < A_NROWS; ++r) {
-                const bool row_ok = bm + a_m0 + r * T_ROWSTEP < M;
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g) {
-                    const bool ok = row_ok & (k0 + a_kin + g * 8 < ke);
-                    a_reg[r * T_NKG + g] = ok ? __ldg(a_base + k0 + r * a_rstep + g * 8) : 0.0f;
-                }
-            }
-#else
-#pragma unroll
-            for (int l = 0; l < A_PER; ++l) {
-                const bool row_ok = k0 + a_k0 + l * A_KSTEP < ke;
-                const float* const p = a_base + (long long)k0 * lda + l * a_kstep;
-                if (a_vec && row_ok && a_col + 4 <= M) {
-                    a_reg[l] = __ldg(reinterpret_cast<const float4*>(p));
-                } else {
-                    a_reg[l].x = (row_ok & (a_col + 0 < M)) ? __ldg(p + 0) : 0.0f;
-                    a_reg[l].y = (row_ok & (a_col + 1 < M)) ? __ldg(p + 1) : 0.0f;
-                    a_reg[l].z = (row_ok & (a_col + 2 < M)) ? __ldg(p + 2) : 0.0f;
-                    a_reg[l].w = (row_ok & (a_col + 3 < M)) ? __ldg(p + 3) : 0.0f;
-                }
-            }
-#endif
-#if TRANS_B == 0
-#pragma unroll
-            for (int l = 0; l < B_PER; ++l) {
-                const bool row_ok = k0 + b_k0 + l * B_KSTEP < ke;
-                const float* const p = b_base + (long long)k0 * ldb + l * b_kstep;
-                if (b_vec && row_ok && b_col + 4 <= N) {
-                    b_reg[l] = __ldg(reinterpret_cast<const float4*>(p));
-                } else {
-                    b_reg[l].x = (row_ok & (b_col + 0 < N)) ? __ldg(p + 0) : 0.0f;
-                    b_reg[l].y = (row_ok & (b_col + 1 < N)) ? __ldg(p + 1) : 0.0f;
-                    b_reg[l].z = (row_ok & (b_col + 2 < N)) ? __ldg(p + 2) : 0.0f;
-                    b_reg[l].w = (row_ok & (b_col + 3 < N)) ? __ldg(p + 3) : 0.0f;
-                }
-            }
-#else
-#pragma unroll
-            for (int r = 0; r < B_NROWS; ++r) {
-                const bool row_ok = bn + b_n0 + r * T_ROWSTEP < N;
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g) {
-                    const bool ok = row_ok & (k0 + b_kin + g * 8 < ke);
-                    b_reg[r * T_NKG + g] = ok ? __ldg(b_base + k0 + r * b_rstep + g * 8) : 0.0f;
-                }
-            }
-#endif
-        };
-        auto store = [&](int st) {
-            float* const as = As + st * AS_STAGE + a_sh;
-#if TRANS_A == 0
-#pragma unroll
-            for (int r = 0; r < A_NROWS; ++r)
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g)
-                    as[g * 8 * AS_LD + r * T_ROWSTEP] = a_reg[r * T_NKG + g];
-#else
-#pragma unroll
-            for (int l = 0; l < A_PER; ++l)
-                *reinterpret_cast<float4*>(as + l * A_KSTEP * AS_LD) = a_reg[l];
-#endif
-            float* const bs = Bs + st * BS_STAGE + b_sh;
-#if TRANS_B == 0
-#pragma unroll
-            for (int l = 0; l < B_PER; ++l)
-                *reinterpret_cast<float4*>(bs + l * B_KSTEP * BS_LD) = b_reg[l];
-#else
-#pragma unroll
-            for (int r = 0; r < B_NROWS; ++r)
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g)
-                    bs[g * 8 * BS_LD + r * T_ROWSTEP] = b_reg[r * T_NKG + g];
-#endif
-        };
-#endif
+        GEMM_GENERAL_COPIES
 
         float acc[FRAG_M][FRAG_N];
         WARPTILE_ZERO_ACC(acc)
@@ -556,48 +277,6 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #endif
 
         // ---- epilogue ----
-        const bool c_vec = (ldc & 3) == 0 && (reinterpret_cast<unsigned long long>(Cb) & 15) == 0;
-        const bool read_c = beta != 0.0f;
-#pragma unroll
-        for (int i = 0; i < WMITER; ++i) {
-#pragma unroll
-            for (int p = 0; p < TM; ++p) {
-                const int row = bm + fa_off + i * WSUBM + p;
-                if (row < M) {
-                    float* const crow = Cb + (long long)row * ldc;
-#pragma unroll
-                    for (int j = 0; j < WNITER; ++j) {
-#pragma unroll
-                        for (int q = 0; q < TN; q += 4) {
-                            const int col = bn + fb_off + j * WSUBN + q;
-                            float4 v = make_float4(alpha * acc[i * TM + p][j * TN + q + 0],
-                                                   alpha * acc[i * TM + p][j * TN + q + 1],
-                                                   alpha * acc[i * TM + p][j * TN + q + 2],
-                                                   alpha * acc[i * TM + p][j * TN + q + 3]);
-                            if (c_vec && col + 4 <= N) {
-                                float4* const c4 = reinterpret_cast<float4*>(crow + col);
-                                if (read_c) {
-                                    const float4 o = *c4;
-                                    v.x = fmaf(beta, o.x, v.x);
-                                    v.y = fmaf(beta, o.y, v.y);
-                                    v.z = fmaf(beta, o.z, v.z);
-                                    v.w = fmaf(beta, o.w, v.w);
-                                }
-                                *c4 = v;
-                            } else {
-                                const float w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                                for (int e = 0; e < 4; ++e) {
-                                    if (col + e < N) {
-                                        crow[col + e] =
-                                            read_c ? fmaf(beta, crow[col + e], w[e]) : w[e];
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        WARPTILE_EPILOGUE_FULL(acc)
     }
 }

@@ -171,3 +171,47 @@
             }                                                                                    \
         }                                                                                        \
     }
+
+// The epilogue of the full-interface kernels (gemm_general*): C_b = alpha * acc + beta * C_b for
+// the thread's elements of the tile at (bm, bn) of the batch's Cb (leading dimension ldc);
+// C is read only when beta != 0. Four columns at a time, as a float4 when ldc % 4 == 0, Cb is
+// 16-byte aligned and all four lie inside N; element by element with bounds checks otherwise.
+#define WARPTILE_EPILOGUE_FULL(acc)                                                              \
+    const bool c_vec = (ldc & 3) == 0 && (reinterpret_cast<unsigned long long>(Cb) & 15) == 0;   \
+    const bool read_c = beta != 0.0f;                                                            \
+    _Pragma("unroll") for (int i = 0; i < WMITER; ++i) {                                         \
+        _Pragma("unroll") for (int p = 0; p < TM; ++p) {                                         \
+            const int row = bm + fa_off + i * WSUBM + p;                                         \
+            if (row < M) {                                                                       \
+                float* const crow = Cb + (long long)row * ldc;                                   \
+                _Pragma("unroll") for (int j = 0; j < WNITER; ++j) {                             \
+                    _Pragma("unroll") for (int q = 0; q < TN; q += 4) {                          \
+                        const int col = bn + fb_off + j * WSUBN + q;                             \
+                        float4 v = make_float4(alpha * acc[i * TM + p][j * TN + q + 0],          \
+                                               alpha * acc[i * TM + p][j * TN + q + 1],          \
+                                               alpha * acc[i * TM + p][j * TN + q + 2],          \
+                                               alpha * acc[i * TM + p][j * TN + q + 3]);         \
+                        if (c_vec && col + 4 <= N) {                                             \
+                            float4* const c4 = reinterpret_cast<float4*>(crow + col);            \
+                            if (read_c) {                                                        \
+                                const float4 o = *c4;                                            \
+                                v.x = fmaf(beta, o.x, v.x);                                      \
+                                v.y = fmaf(beta, o.y, v.y);                                      \
+                                v.z = fmaf(beta, o.z, v.z);                                      \
+                                v.w = fmaf(beta, o.w, v.w);                                      \
+                            }                                                                    \
+                            *c4 = v;                                                             \
+                        } else {                                                                 \
+                            const float w[4] = {v.x, v.y, v.z, v.w};                             \
+                            _Pragma("unroll") for (int e = 0; e < 4; ++e) {                      \
+                                if (col + e < N) {                                               \
+                                    crow[col + e] =                                              \
+                                        read_c ? fmaf(beta, crow[col + e], w[e]) : w[e];         \
+                                }                                                                \
+                            }                                                                    \
+                        }                                                                        \
+                    }                                                                            \
+                }                                                                                \
+            }                                                                                    \
+        }                                                                                        \
+    }
