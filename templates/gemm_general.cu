@@ -59,56 +59,23 @@
 // batch's C is 16-byte aligned and all 4 columns lie inside N; element by element with bounds
 // checks otherwise.
 
-#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WM) || !defined(WN) ||          \
-    !defined(WNITER) || !defined(TM) || !defined(TN) || !defined(STAGES)
-#error "BM, BN, BK, WM, WN, WNITER, TM, TN and STAGES must be defined"
-#endif
-#ifndef TRANS_A
-#define TRANS_A 0
-#endif
-#ifndef TRANS_B
-#define TRANS_B 0
-#endif
+#include "cp_async.cuh"
+#include "warptile_mainloop.cuh" // the warp tile's geometry (THREADS, FRAG_M, ...)
+#include "gemm_layout.cuh" // TRANS_A, TRANS_B
 #ifndef PAD
 #define PAD 4
 #endif
-#ifndef GROUP_M
-#define GROUP_M 1
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
-#endif
 
-#define WARPS_N (BN / WN)
-#define THREADS ((BM / WM) * WARPS_N * 32)
-#define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
-#define WSUBM (WM / WMITER)
-#define WSUBN (WN / WNITER)
-#define TCOLS (WSUBN / TN)
-#define FRAG_M (WMITER * TM)
-#define FRAG_N (WNITER * TN)
 
 #define AS_LD (BM + PAD)
 #define BS_LD (BN + PAD)
 #define AS_STAGE (BK * AS_LD)
 #define BS_STAGE (BK * BS_LD)
 
-#if (TRANS_A != 0 && TRANS_A != 1) || (TRANS_B != 0 && TRANS_B != 1)
-#error "TRANS_A and TRANS_B must be 0 or 1"
-#endif
-#if (BM % WM) != 0 || (BN % WN) != 0 || (TM % 4) != 0 || (TN % 4) != 0 || (BK % 8) != 0
-#error "need BM % WM == 0, BN % WN == 0, TM and TN multiples of 4, BK a multiple of 8"
-#endif
-#if WMITER < 1 || (WM % WMITER) != 0 || (WN % WNITER) != 0 || (WSUBN % TN) != 0 ||           \
-    (WSUBM % TM) != 0 || (WSUBM / TM) * (WSUBN / TN) != 32
-#error "the warp tile does not split into 32 threads of TM x TN pieces"
-#endif
 #if PAD <= 0 || (PAD % 4) != 0 || STAGES < 2
 #error "PAD must be a positive multiple of 4 and STAGES >= 2"
 #endif
 
-#include "cp_async.cuh"
-#include "warptile_mainloop.cuh"
 #include "gemm_general_copies.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
@@ -121,23 +88,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     float* const Bs = gg_smem + STAGES * AS_STAGE; // [STAGES][BK][BS_LD]
 
     // ---- which tile of C ----
-    const int tiles_n = (N + BN - 1) / BN;
-    const int pid = blockIdx.x;
-#if GROUP_M > 1
-    const int tiles_m = (M + BM - 1) / BM;
-    const int width = GROUP_M * tiles_n;
-    const int group = pid / width;
-    const int first_m = group * GROUP_M;
-    const int gsize = min(tiles_m - first_m, GROUP_M);
-    const int in_group = pid - group * width;
-    const int tile_m = first_m + in_group % gsize;
-    const int tile_n = in_group / gsize;
-#else
-    const int tile_m = pid / tiles_n;
-    const int tile_n = pid - tile_m * tiles_n;
-#endif
-    const int bm = tile_m * BM;
-    const int bn = tile_n * BN;
+    WARPTILE_TILE_OF_BLOCK
     const int num_tiles = (K + BK - 1) / BK;
     const int tid = threadIdx.x;
     // Block-uniform: the tile lies inside M and N, so interior K tiles need no checks.

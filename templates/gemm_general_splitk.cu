@@ -63,53 +63,22 @@
 // under run-time alignment checks, zero-filled edge copies, the epilogue) is gemm_general.cu's;
 // see its header.
 
-#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WM) || !defined(WN) ||          \
-    !defined(WNITER) || !defined(TM) || !defined(TN) || !defined(STAGES)
-#error "BM, BN, BK, WM, WN, WNITER, TM, TN and STAGES must be defined"
-#endif
-#ifndef TRANS_A
-#define TRANS_A 0
-#endif
-#ifndef TRANS_B
-#define TRANS_B 0
-#endif
+#include "cp_async.cuh"
+#include "warptile_mainloop.cuh" // the warp tile's geometry (THREADS, FRAG_M, ...)
+#include "gemm_layout.cuh" // TRANS_A, TRANS_B
 #ifndef PAD
 #define PAD 4
-#endif
-#ifndef GROUP_M
-#define GROUP_M 1
 #endif
 #ifndef SPLIT_K
 #define SPLIT_K 1
 #endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
-#endif
 
-#define WARPS_N (BN / WN)
-#define THREADS ((BM / WM) * WARPS_N * 32)
-#define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
-#define WSUBM (WM / WMITER)
-#define WSUBN (WN / WNITER)
-#define TCOLS (WSUBN / TN)
-#define FRAG_M (WMITER * TM)
-#define FRAG_N (WNITER * TN)
 
 #define AS_LD (BM + PAD)
 #define BS_LD (BN + PAD)
 #define AS_STAGE (BK * AS_LD)
 #define BS_STAGE (BK * BS_LD)
 
-#if (TRANS_A != 0 && TRANS_A != 1) || (TRANS_B != 0 && TRANS_B != 1)
-#error "TRANS_A and TRANS_B must be 0 or 1"
-#endif
-#if (BM % WM) != 0 || (BN % WN) != 0 || (TM % 4) != 0 || (TN % 4) != 0 || (BK % 8) != 0
-#error "need BM % WM == 0, BN % WN == 0, TM and TN multiples of 4, BK a multiple of 8"
-#endif
-#if WMITER < 1 || (WM % WMITER) != 0 || (WN % WNITER) != 0 || (WSUBN % TN) != 0 ||           \
-    (WSUBM % TM) != 0 || (WSUBM / TM) * (WSUBN / TN) != 32
-#error "the warp tile does not split into 32 threads of TM x TN pieces"
-#endif
 #if PAD <= 0 || (PAD % 4) != 0 || STAGES < 2
 #error "PAD must be a positive multiple of 4 and STAGES >= 2"
 #endif
@@ -117,9 +86,8 @@
 #error "SPLIT_K must be >= 1"
 #endif
 
-#include "cp_async.cuh"
-#include "warptile_mainloop.cuh"
 #include "gemm_general_copies.cuh"
+#include "split_fixup.cuh" // SPLIT_COUNT_IN
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -132,23 +100,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     float* const Bs = gk_smem + STAGES * AS_STAGE; // [STAGES][BK][BS_LD]
 
     // ---- which tile of C ----
-    const int tiles_n = (N + BN - 1) / BN;
-    const int pid = blockIdx.x;
-#if GROUP_M > 1
-    const int tiles_m = (M + BM - 1) / BM;
-    const int width = GROUP_M * tiles_n;
-    const int group = pid / width;
-    const int first_m = group * GROUP_M;
-    const int gsize = min(tiles_m - first_m, GROUP_M);
-    const int in_group = pid - group * width;
-    const int tile_m = first_m + in_group % gsize;
-    const int tile_n = in_group / gsize;
-#else
-    const int tile_m = pid / tiles_n;
-    const int tile_n = pid - tile_m * tiles_n;
-#endif
-    const int bm = tile_m * BM;
-    const int bn = tile_n * BN;
+    WARPTILE_TILE_OF_BLOCK
     const int tid = threadIdx.x;
     // Block-uniform: the tile lies inside M and N, so interior K tiles need no checks.
     const bool interior = bm + BM <= M && bn + BN <= N;
@@ -215,21 +167,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                                             (long long)gridDim.z * SPLIT_K * tiles * (BM * BN)) +
                 (long long)blockIdx.z * tiles + pid;
             float4* const mine = part + (long long)split * tiles * tsz;
-#pragma unroll
-            for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-                for (int j = 0; j < FRAG_N; j += 4)
-                    __stcg(mine + (i * (FRAG_N / 4) + j / 4) * THREADS,
-                           make_float4(acc[i][j + 0], acc[i][j + 1], acc[i][j + 2],
-                                       acc[i][j + 3]));
-            // Each thread's stores are visible device-wide before the block counts itself in.
-            __threadfence();
-            __syncthreads();
-            unsigned seen = 0;
-            if (tid == 0) seen = atomicAdd(counter, 1u);
-            // Every thread learns whether this block counted last (the barrier is
-            // unconditional; it also orders thread 0's atomic before everyone's reads below).
-            const int last = __syncthreads_or(tid == 0 && seen == (unsigned)(splits - 1));
+            WARPTILE_STORE_PARTIAL(mine, acc)
+            SPLIT_COUNT_IN(last, counter, splits - 1)
             if (!last) continue; // block-uniform: the next batch (split 0) or the end
             __threadfence();
             // Split by split, all of this thread's float4s at once (their loads in flight
@@ -238,37 +177,11 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             // block runs it; this block's own partial is read back (what it stored, bit for
             // bit).
             {
-                float4 v[FRAG_M * FRAG_N / 4];
-#pragma unroll
-                for (int s = 0; s < FRAG_M * FRAG_N / 4; ++s) v[s] = __ldcg(part + s * THREADS);
-#pragma unroll
-                for (int i = 0; i < FRAG_M; ++i) {
-#pragma unroll
-                    for (int j = 0; j < FRAG_N; j += 4) {
-                        const float4 w = v[i * (FRAG_N / 4) + j / 4];
-                        acc[i][j + 0] = w.x;
-                        acc[i][j + 1] = w.y;
-                        acc[i][j + 2] = w.z;
-                        acc[i][j + 3] = w.w;
-                    }
-                }
+                WARPTILE_LOAD_PARTIAL(part, acc, =)
             }
             for (int z = 1; z < splits; ++z) {
                 const float4* const src = part + (long long)z * tiles * tsz;
-                float4 v[FRAG_M * FRAG_N / 4];
-#pragma unroll
-                for (int s = 0; s < FRAG_M * FRAG_N / 4; ++s) v[s] = __ldcg(src + s * THREADS);
-#pragma unroll
-                for (int i = 0; i < FRAG_M; ++i) {
-#pragma unroll
-                    for (int j = 0; j < FRAG_N; j += 4) {
-                        const float4 w = v[i * (FRAG_N / 4) + j / 4];
-                        acc[i][j + 0] += w.x;
-                        acc[i][j + 1] += w.y;
-                        acc[i][j + 2] += w.z;
-                        acc[i][j + 3] += w.w;
-                    }
-                }
+                WARPTILE_LOAD_PARTIAL(src, acc, +=)
             }
             // Every split of this tile has counted in: no other block touches the counter in
             // this launch, and the next launch (stream-ordered) finds it zero.

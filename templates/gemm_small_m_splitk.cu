@@ -93,6 +93,7 @@
 #endif
 
 #include "small_m_rows.cuh" // load_b, SMALL_M_COLUMNS_AND_ROWS, SMALL_M_UNROLLED_STEP
+#include "split_fixup.cuh"  // split_count_in_last_by
 
 // This thread's partial sums acc[r][v] = sum over its k in [k_begin, k_end) of
 // A[m0 + r][k] * B[k][column v], k increasing.
@@ -148,15 +149,7 @@ static __device__ __forceinline__ void accumulate(int M, int N, int K, const flo
 // again before it reads the others' partials.
 static __device__ __forceinline__ bool count_in_last(unsigned* counter, int splits)
 {
-    const bool lead = threadIdx.x == 0 && threadIdx.y == 0;
-    __threadfence();
-    __syncthreads();
-    unsigned seen = 0;
-    if (lead) seen = atomicAdd(counter, 1u);
-    // Every thread learns the answer (the barrier is unconditional).
-    const int last = __syncthreads_or(lead && seen == (unsigned)(splits - 1));
-    if (last) __threadfence();
-    return last != 0;
+    return split_count_in_last_by(counter, splits, threadIdx.x == 0 && threadIdx.y == 0);
 }
 
 // Called by the last block of a tile after its reduction: every chunk of this tile has counted

@@ -47,62 +47,12 @@
 // C is written with float4 stores when N % 4 == 0 and C is 16-byte aligned, element by element
 // with bounds checks otherwise; split-K adds with atomics (16-byte red on sm_90 when aligned).
 
-#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WM) || !defined(WN) ||          \
-    !defined(WNITER) || !defined(TM) || !defined(TN) || !defined(STAGES)
-#error "BM, BN, BK, WM, WN, WNITER, TM, TN and STAGES must be defined"
-#endif
-#ifndef PAD
-#define PAD 4
-#endif
-#ifndef GROUP_M
-#define GROUP_M 1
-#endif
+#include "cp_async.cuh"
+#include "warptile_mainloop.cuh" // the warp tile's geometry (THREADS, FRAG_M, ...)
+#include "warptile_copies.cuh"   // the shared tiles (AS_LD, ...) and their copies
 #ifndef SPLIT_K
 #define SPLIT_K 1
 #endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
-#endif
-
-#define WARPS_N (BN / WN)
-#define THREADS ((BM / WM) * WARPS_N * 32)
-#define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
-#define WSUBM (WM / WMITER)
-#define WSUBN (WN / WNITER)
-#define TCOLS (WSUBN / TN)
-#define FRAG_M (WMITER * TM)
-#define FRAG_N (WNITER * TN)
-
-#define AS_LD (BM + PAD)
-#define AS_STAGE (BK * AS_LD)
-#define BS_LD BN
-#define BS_STAGE (BK * BN)
-// B: 16-byte chunks per thread and tile, and the K rows one round of chunks covers.
-#define B_PER (BK * BN / 4 / THREADS)
-#define B_KSTEP (THREADS / (BN / 4))
-
-#if (BM % WM) != 0 || (BN % WN) != 0 || (TM % 4) != 0 || (TN % 4) != 0 || (BK % 8) != 0
-#error "need BM % WM == 0, BN % WN == 0, TM and TN multiples of 4, BK a multiple of 8"
-#endif
-#if WMITER < 1 || (WM % WMITER) != 0 || (WN % WNITER) != 0 || (WSUBN % TN) != 0 ||           \
-    (WSUBM % TM) != 0 || (WSUBM / TM) * (WSUBN / TN) != 32
-#error "the warp tile does not split into 32 threads of TM x TN pieces"
-#endif
-#if (BM * BK) % THREADS != 0 || (BK * BN / 4) % THREADS != 0 || THREADS % (BN / 4) != 0 ||    \
-    (PAD % 4) != 0 || STAGES < 2
-#error "tile loads do not divide evenly among the threads, or PAD / STAGES is invalid"
-#endif
-#if PAD != 0 && ((THREADS / 8) > BM || BM % (THREADS / 8) != 0)
-#error "with PAD != 0 the A loader needs THREADS / 8 to divide BM"
-#endif
-#if PAD == 0 && (THREADS > BM * BK || (THREADS >= BM && THREADS % BM != 0) ||                \
-                 (THREADS < BM && BM % THREADS != 0))
-#error "with PAD == 0 the A loader needs THREADS and BM to divide one another"
-#endif
-
-#include "cp_async.cuh"
-#include "warptile_mainloop.cuh"
-#include "warptile_copies.cuh"
 
 // Adds v into C[row][col..col+3] (split-K), 16 bytes at once on sm_90 when allowed.
 __device__ __forceinline__ void wt_add4(float* p, float4 v, bool vec, int valid)
@@ -138,23 +88,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     float* const Bs = wt_smem + STAGES * AS_STAGE; // [STAGES][BK][BN]
 
     // ---- which tile of C, which chunk of K ----
-    const int tiles_n = (N + BN - 1) / BN;
-    const int pid = blockIdx.x;
-#if GROUP_M > 1
-    const int tiles_m = (M + BM - 1) / BM;
-    const int width = GROUP_M * tiles_n;
-    const int group = pid / width;
-    const int first_m = group * GROUP_M;
-    const int gsize = min(tiles_m - first_m, GROUP_M);
-    const int in_group = pid - group * width;
-    const int tile_m = first_m + in_group % gsize;
-    const int tile_n = in_group / gsize;
-#else
-    const int tile_m = pid / tiles_n;
-    const int tile_n = pid - tile_m * tiles_n;
-#endif
-    const int bm = tile_m * BM;
-    const int bn = tile_n * BN;
+    WARPTILE_TILE_OF_BLOCK
 #if SPLIT_K > 1
     const int chunk = ((K + SPLIT_K - 1) / SPLIT_K + BK - 1) / BK * BK;
     const int k_begin = blockIdx.z * chunk;

@@ -68,62 +68,13 @@
 // C is written with float4 stores when N % 4 == 0 and C is 16-byte aligned, element by element
 // with bounds checks otherwise (by the last split of the tile, after the reduction).
 
-#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WM) || !defined(WN) ||          \
-    !defined(WNITER) || !defined(TM) || !defined(TN) || !defined(STAGES)
-#error "BM, BN, BK, WM, WN, WNITER, TM, TN and STAGES must be defined"
-#endif
-#ifndef PAD
-#define PAD 4
-#endif
-#ifndef GROUP_M
-#define GROUP_M 1
-#endif
+#include "cp_async.cuh"
+#include "warptile_mainloop.cuh" // the warp tile's geometry (THREADS, FRAG_M, ...)
+#include "warptile_copies.cuh"   // the shared tiles (AS_LD, ...) and their copies
+#include "split_fixup.cuh"       // SPLIT_COUNT_IN
 #ifndef SPLIT_K
 #define SPLIT_K 2
 #endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
-#endif
-
-#define WARPS_N (BN / WN)
-#define THREADS ((BM / WM) * WARPS_N * 32)
-#define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
-#define WSUBM (WM / WMITER)
-#define WSUBN (WN / WNITER)
-#define TCOLS (WSUBN / TN)
-#define FRAG_M (WMITER * TM)
-#define FRAG_N (WNITER * TN)
-
-#define AS_LD (BM + PAD)
-#define AS_STAGE (BK * AS_LD)
-#define BS_LD BN
-#define BS_STAGE (BK * BN)
-// B: 16-byte chunks per thread and tile, and the K rows one round of chunks covers.
-#define B_PER (BK * BN / 4 / THREADS)
-#define B_KSTEP (THREADS / (BN / 4))
-
-#if (BM % WM) != 0 || (BN % WN) != 0 || (TM % 4) != 0 || (TN % 4) != 0 || (BK % 8) != 0
-#error "need BM % WM == 0, BN % WN == 0, TM and TN multiples of 4, BK a multiple of 8"
-#endif
-#if WMITER < 1 || (WM % WMITER) != 0 || (WN % WNITER) != 0 || (WSUBN % TN) != 0 ||           \
-    (WSUBM % TM) != 0 || (WSUBM / TM) * (WSUBN / TN) != 32
-#error "the warp tile does not split into 32 threads of TM x TN pieces"
-#endif
-#if (BM * BK) % THREADS != 0 || (BK * BN / 4) % THREADS != 0 || THREADS % (BN / 4) != 0 ||    \
-    (PAD % 4) != 0 || STAGES < 2
-#error "tile loads do not divide evenly among the threads, or PAD / STAGES is invalid"
-#endif
-#if PAD != 0 && ((THREADS / 8) > BM || BM % (THREADS / 8) != 0)
-#error "with PAD != 0 the A loader needs THREADS / 8 to divide BM"
-#endif
-#if PAD == 0 && (THREADS > BM * BK || (THREADS >= BM && THREADS % BM != 0) ||                \
-                 (THREADS < BM && BM % THREADS != 0))
-#error "with PAD == 0 the A loader needs THREADS and BM to divide one another"
-#endif
-
-#include "cp_async.cuh"
-#include "warptile_mainloop.cuh"
-#include "warptile_copies.cuh"
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -190,19 +141,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             reinterpret_cast<unsigned*>(workspace + (long long)SPLIT_K * tiles * (BM * BN));
         // This split's partial tile: float4 j of this thread at mine[j * THREADS].
         float4* const mine = part + ((long long)split * tiles + tile) * (BM * BN / 4) + tid;
-#pragma unroll
-        for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-            for (int j = 0; j < FRAG_N; j += 4)
-                __stcg(mine + (i * (FRAG_N / 4) + j / 4) * THREADS,
-                       make_float4(acc[i][j + 0], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
-        // Each thread's stores are visible device-wide before the block counts itself in.
-        __threadfence();
-        __syncthreads();
-        unsigned seen = 0;
-        if (tid == 0) seen = atomicAdd(counters + tile, 1u);
-        // Every thread learns whether this block counted last (the barrier is unconditional).
-        const int last = __syncthreads_or(tid == 0 && seen == (unsigned)(splits - 1));
+        WARPTILE_STORE_PARTIAL(mine, acc)
+        SPLIT_COUNT_IN(last, counters + tile, splits - 1)
         if (!last) return; // block-uniform; no barrier follows
         __threadfence();
         const float4* const tile_part = part + (long long)tile * (BM * BN / 4) + tid;
@@ -217,20 +157,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             for (int j = 0; j < FRAG_N; ++j) acc[i][j] = 0.0f;
         for (int z = 0; z < splits; ++z) {
             const float4* const src = tile_part + (long long)z * tiles * (BM * BN / 4);
-            float4 v[FRAG_M * FRAG_N / 4];
-#pragma unroll
-            for (int s = 0; s < FRAG_M * FRAG_N / 4; ++s) v[s] = __ldcg(src + s * THREADS);
-#pragma unroll
-            for (int i = 0; i < FRAG_M; ++i) {
-#pragma unroll
-                for (int j = 0; j < FRAG_N; j += 4) {
-                    const float4 w = v[i * (FRAG_N / 4) + j / 4];
-                    acc[i][j + 0] += w.x;
-                    acc[i][j + 1] += w.y;
-                    acc[i][j + 2] += w.z;
-                    acc[i][j + 3] += w.w;
-                }
-            }
+            WARPTILE_LOAD_PARTIAL(src, acc, +=)
         }
         // Every split of this tile has counted in: no one else touches the counter in this
         // launch, and the next launch (stream-ordered) finds it zero.

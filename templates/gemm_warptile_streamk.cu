@@ -54,63 +54,16 @@
 // copies on older archs; interior tiles copied unchecked, edge tiles zero-filled; the K range
 // of a segment is whole BK iterations, the last one clipped at K).
 
-#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WM) || !defined(WN) ||          \
-    !defined(WNITER) || !defined(TM) || !defined(TN) || !defined(STAGES)
-#error "BM, BN, BK, WM, WN, WNITER, TM, TN and STAGES must be defined"
-#endif
+#include "cp_async.cuh"
+#include "warptile_mainloop.cuh" // the warp tile's geometry (THREADS, FRAG_M, ...)
+#include "warptile_copies.cuh"   // the shared tiles (AS_LD, ...) and their copies
+#include "split_fixup.cuh"       // SPLIT_COUNT_IN
 #ifndef SK_BLOCKS
 #error "SK_BLOCKS must be defined"
 #endif
 #if SK_BLOCKS < 1
 #error "SK_BLOCKS must be at least 1"
 #endif
-#ifndef PAD
-#define PAD 4
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
-#endif
-
-#define WARPS_N (BN / WN)
-#define THREADS ((BM / WM) * WARPS_N * 32)
-#define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
-#define WSUBM (WM / WMITER)
-#define WSUBN (WN / WNITER)
-#define TCOLS (WSUBN / TN)
-#define FRAG_M (WMITER * TM)
-#define FRAG_N (WNITER * TN)
-
-#define AS_LD (BM + PAD)
-#define AS_STAGE (BK * AS_LD)
-#define BS_LD BN
-#define BS_STAGE (BK * BN)
-// B: 16-byte chunks per thread and tile, and the K rows one round of chunks covers.
-#define B_PER (BK * BN / 4 / THREADS)
-#define B_KSTEP (THREADS / (BN / 4))
-
-#if (BM % WM) != 0 || (BN % WN) != 0 || (TM % 4) != 0 || (TN % 4) != 0 || (BK % 8) != 0
-#error "need BM % WM == 0, BN % WN == 0, TM and TN multiples of 4, BK a multiple of 8"
-#endif
-#if WMITER < 1 || (WM % WMITER) != 0 || (WN % WNITER) != 0 || (WSUBN % TN) != 0 ||           \
-    (WSUBM % TM) != 0 || (WSUBM / TM) * (WSUBN / TN) != 32
-#error "the warp tile does not split into 32 threads of TM x TN pieces"
-#endif
-#if (BM * BK) % THREADS != 0 || (BK * BN / 4) % THREADS != 0 || THREADS % (BN / 4) != 0 ||    \
-    (PAD % 4) != 0 || STAGES < 2
-#error "tile loads do not divide evenly among the threads, or PAD / STAGES is invalid"
-#endif
-#if PAD != 0 && ((THREADS / 8) > BM || BM % (THREADS / 8) != 0)
-#error "with PAD != 0 the A loader needs THREADS / 8 to divide BM"
-#endif
-#if PAD == 0 && (THREADS > BM * BK || (THREADS >= BM && THREADS % BM != 0) ||                \
-                 (THREADS < BM && BM % THREADS != 0))
-#error "with PAD == 0 the A loader needs THREADS and BM to divide one another"
-#endif
-
-#include "cp_async.cuh"
-#include "warptile_mainloop.cuh"
-#include "warptile_copies.cuh"
-
 
 // The MAC iterations [k_begin, k_end) of the tile at (bm, bn) into acc (zeroed first):
 // k_begin is a multiple of BK, k_end one too or K. Copied from gemm_warptile_splitk_det.cu's
@@ -219,22 +172,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             // This block's slot: 0 for the tile its range starts in, 1 for the one it ends in.
             float4* const mine =
                 part + ((long long)bid * 2 + (seg > 0 ? 1 : 0)) * (BM * BN / 4) + tid;
-#pragma unroll
-            for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-                for (int j = 0; j < FRAG_N; j += 4)
-                    __stcg(mine + (i * (FRAG_N / 4) + j / 4) * THREADS,
-                           make_float4(acc[i][j + 0], acc[i][j + 1], acc[i][j + 2],
-                                       acc[i][j + 3]));
-            // Each thread's stores are visible device-wide before the block counts itself in.
-            __threadfence();
-            __syncthreads();
-            unsigned seen = 0;
-            if (tid == 0) seen = atomicAdd(counters + tile, 1u);
-            // Every thread learns whether this block counted last (the barrier is
-            // unconditional).
-            const int last =
-                __syncthreads_or(tid == 0 && seen == (unsigned)(last_b - first));
+            WARPTILE_STORE_PARTIAL(mine, acc)
+            SPLIT_COUNT_IN(last, counters + tile, last_b - first)
             if (!last) continue; // block-uniform
             __threadfence();
             // Contributor by contributor in k order, all of this thread's float4s at once (so
@@ -248,20 +187,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 // Block c's slot for this tile: 0 if its range starts in it, else 1.
                 const int slot = ((long long)c * work / g) / iters == tile ? 0 : 1;
                 const float4* const src = part + ((long long)c * 2 + slot) * (BM * BN / 4) + tid;
-                float4 v[FRAG_M * FRAG_N / 4];
-#pragma unroll
-                for (int s = 0; s < FRAG_M * FRAG_N / 4; ++s) v[s] = __ldcg(src + s * THREADS);
-#pragma unroll
-                for (int i = 0; i < FRAG_M; ++i) {
-#pragma unroll
-                    for (int j = 0; j < FRAG_N; j += 4) {
-                        const float4 w = v[i * (FRAG_N / 4) + j / 4];
-                        acc[i][j + 0] += w.x;
-                        acc[i][j + 1] += w.y;
-                        acc[i][j + 2] += w.z;
-                        acc[i][j + 3] += w.w;
-                    }
-                }
+                WARPTILE_LOAD_PARTIAL(src, acc, +=)
             }
             // Every contributor of this tile has counted in: no one else touches the counter
             // in this launch, and the next launch (stream-ordered) finds it zero.

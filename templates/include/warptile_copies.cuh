@@ -2,8 +2,10 @@
 // gemm_warptile_splitk_det, gemm_warptile_streamk): A's tile transposed into As[k][m] with
 // 4-byte copies, B's tile as is into Bs[k][n] in 16-byte chunks (4-byte copies where B's rows
 // are not 16-byte aligned), over the K range [k_begin, k_end) of a block.
-// Expects: BM, BN, BK, PAD, THREADS, AS_LD, AS_STAGE, BS_STAGE, B_PER, B_KSTEP, CP_ASYNC
-// (cp_async.cuh). Defines A's copy geometry (A_KIN, A_M0, A_ROWSTEP, A_NROWS, A_NKG, A_KSTEP).
+// Expects: BM, BN, BK, STAGES, PAD (default 4: floats of padding per row of the transposed A
+// tile, 0 or a multiple of 4), THREADS (warptile_mainloop.cuh), CP_ASYNC (cp_async.cuh).
+// Defines the shared tiles' layout (AS_LD, AS_STAGE, BS_LD, BS_STAGE), B's chunks per thread
+// (B_PER, B_KSTEP) and A's copy geometry (A_KIN, A_M0, A_ROWSTEP, A_NROWS, A_NKG, A_KSTEP).
 //
 // A: with PAD != 0 a warp copies 8 consecutive k of 4 rows (whole 32-byte sectors of A); with
 // PAD = 0 m runs fastest (a warp covers 32 rows of one k). Row pointers are clamped into the
@@ -17,6 +19,31 @@
 //
 // These are macros over the kernel's locals, textually the code they replaced (the kernels
 // compile exactly as before they were shared).
+
+#ifndef PAD
+#define PAD 4
+#endif
+
+// Shared memory: As[STAGES][BK][AS_LD] (A transposed, padded), Bs[STAGES][BK][BN].
+#define AS_LD (BM + PAD)
+#define AS_STAGE (BK * AS_LD)
+#define BS_LD BN
+#define BS_STAGE (BK * BN)
+// B: 16-byte chunks per thread and tile, and the K rows one round of chunks covers.
+#define B_PER (BK * BN / 4 / THREADS)
+#define B_KSTEP (THREADS / (BN / 4))
+
+#if (BM * BK) % THREADS != 0 || (BK * BN / 4) % THREADS != 0 || THREADS % (BN / 4) != 0 ||    \
+    (PAD % 4) != 0 || STAGES < 2
+#error "tile loads do not divide evenly among the threads, or PAD / STAGES is invalid"
+#endif
+#if PAD != 0 && ((THREADS / 8) > BM || BM % (THREADS / 8) != 0)
+#error "with PAD != 0 the A loader needs THREADS / 8 to divide BM"
+#endif
+#if PAD == 0 && (THREADS > BM * BK || (THREADS >= BM && THREADS % BM != 0) ||                \
+                 (THREADS < BM && BM % THREADS != 0))
+#error "with PAD == 0 the A loader needs THREADS and BM to divide one another"
+#endif
 
 // ---- A loader geometry: element (m, k) of a tile goes to As[k][m] ----
 #if PAD != 0

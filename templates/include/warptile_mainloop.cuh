@@ -1,9 +1,10 @@
 // The warp-tile main loop of the gemm_warptile and gemm_general families: the thread's place in
 // its warp tile, the accumulators, register fragments double-buffered, and the multi-stage
 // shared-memory pipeline over a block's K tiles.
-// Expects: BM, BN, BK, WM, WN, TM, TN, STAGES and the template's derived WARPS_N, WMITER, WSUBM,
-// WSUBN, TCOLS, FRAG_M, FRAG_N; AS_LD / BS_LD (floats per k row of the shared A / B tile) and
-// AS_STAGE / BS_STAGE (floats per stage); CP_ASYNC (cp_async.cuh).
+// Expects: BM, BN, BK, WM, WN, WNITER, TM, TN, STAGES (MIN_BLOCKS and GROUP_M default to 1);
+// defines the warp tile's geometry from them (WARPS_N, THREADS, WMITER, WSUBM, WSUBN, TCOLS,
+// FRAG_M, FRAG_N); the macros also need AS_LD / BS_LD (floats per k row of the shared A / B
+// tile), AS_STAGE / BS_STAGE (floats per stage) and CP_ASYNC (cp_async.cuh, included first).
 //
 // Pipeline: the copies of tile kt+STAGES-1 are issued (one cp.async group) at the first k step
 // of tile kt; at its last k step every thread waits for tile kt+1's group, one barrier, and the
@@ -13,6 +14,62 @@
 //
 // These are macros over the kernel's locals (textually the code they replace, so the kernels
 // compile exactly as before they were shared).
+
+#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WM) || !defined(WN) ||          \
+    !defined(WNITER) || !defined(TM) || !defined(TN) || !defined(STAGES)
+#error "BM, BN, BK, WM, WN, WNITER, TM, TN and STAGES must be defined"
+#endif
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1
+#endif
+#ifndef GROUP_M
+#define GROUP_M 1
+#endif
+
+// The warp tile's geometry.
+#define WARPS_N (BN / WN)
+#define THREADS ((BM / WM) * WARPS_N * 32)
+#define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
+#define WSUBM (WM / WMITER)
+#define WSUBN (WN / WNITER)
+#define TCOLS (WSUBN / TN)
+#define FRAG_M (WMITER * TM)
+#define FRAG_N (WNITER * TN)
+#if (BM % WM) != 0 || (BN % WN) != 0 || (TM % 4) != 0 || (TN % 4) != 0 || (BK % 8) != 0
+#error "need BM % WM == 0, BN % WN == 0, TM and TN multiples of 4, BK a multiple of 8"
+#endif
+#if WMITER < 1 || (WM % WMITER) != 0 || (WN % WNITER) != 0 || (WSUBN % TN) != 0 ||           \
+    (WSUBM % TM) != 0 || (WSUBM / TM) * (WSUBN / TN) != 32
+#error "the warp tile does not split into 32 threads of TM x TN pieces"
+#endif
+
+// Which tile of C the block computes: (bm, bn), its first row and column, from blockIdx.x.
+// Block rasterization: GROUP_M tile rows are walked column by column, so blocks that run
+// together share A rows and B columns in L2 (GROUP_M = 1: plain row-major order). Needs M, N;
+// declares tiles_n, pid, tile_m, tile_n, bm, bn (and with GROUP_M > 1 tiles_m).
+#if GROUP_M > 1
+#define WARPTILE_TILE_OF_BLOCK                                                                   \
+    const int tiles_n = (N + BN - 1) / BN;                                                       \
+    const int pid = blockIdx.x;                                                                  \
+    const int tiles_m = (M + BM - 1) / BM;                                                       \
+    const int width = GROUP_M * tiles_n;                                                         \
+    const int group = pid / width;                                                               \
+    const int first_m = group * GROUP_M;                                                         \
+    const int gsize = min(tiles_m - first_m, GROUP_M);                                           \
+    const int in_group = pid - group * width;                                                    \
+    const int tile_m = first_m + in_group % gsize;                                               \
+    const int tile_n = in_group / gsize;                                                         \
+    const int bm = tile_m * BM;                                                                  \
+    const int bn = tile_n * BN;
+#else
+#define WARPTILE_TILE_OF_BLOCK                                                                   \
+    const int tiles_n = (N + BN - 1) / BN;                                                       \
+    const int pid = blockIdx.x;                                                                  \
+    const int tile_m = pid / tiles_n;                                                            \
+    const int tile_n = pid - tile_m * tiles_n;                                                   \
+    const int bm = tile_m * BM;                                                                  \
+    const int bn = tile_n * BN;
+#endif
 
 // The thread's place in the warp tile: fa_off / fb_off, the first column of As / Bs it reads.
 // Needs `tid`.
@@ -213,5 +270,32 @@
                     }                                                                            \
                 }                                                                                \
             }                                                                                    \
+        }                                                                                        \
+    }
+
+// Partial tiles (split-K and stream-K): a thread's part of a BM x BN partial tile is its
+// FRAG_M * FRAG_N / 4 float4s, float4 s at [s * THREADS] from the thread's base (coalesced).
+// Stores acc there (st.global.cg: through L2, for another block to read).
+#define WARPTILE_STORE_PARTIAL(mine, acc)                                                        \
+    _Pragma("unroll") for (int i = 0; i < FRAG_M; ++i)                                           \
+    _Pragma("unroll") for (int j = 0; j < FRAG_N; j += 4)                                        \
+        __stcg(mine + (i * (FRAG_N / 4) + j / 4) * THREADS,                                      \
+               make_float4(acc[i][j + 0], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]));
+// acc OP= the partial at src (OP: = or +=), read with ld.global.cg (L2: L1 is not coherent
+// across SMs), all of the thread's float4s first so that their loads are in flight together.
+// Declares v: give it a block of its own.
+#define WARPTILE_LOAD_PARTIAL(src, acc, OP)                                                      \
+    float4 v[FRAG_M * FRAG_N / 4];                                                               \
+    _Pragma("unroll") for (int s = 0; s < FRAG_M * FRAG_N / 4; ++s)                             \
+        v[s] = __ldcg(src + s * THREADS);                                                        \
+    _Pragma("unroll") for (int i = 0; i < FRAG_M; ++i)                                           \
+    {                                                                                            \
+        _Pragma("unroll") for (int j = 0; j < FRAG_N; j += 4)                                    \
+        {                                                                                        \
+            const float4 w = v[i * (FRAG_N / 4) + j / 4];                                        \
+            acc[i][j + 0] OP w.x;                                                                \
+            acc[i][j + 1] OP w.y;                                                                \
+            acc[i][j + 2] OP w.z;                                                                \
+            acc[i][j + 3] OP w.w;                                                                \
         }                                                                                        \
     }
