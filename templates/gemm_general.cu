@@ -62,21 +62,7 @@
 #include "cp_async.cuh"
 #include "warptile_mainloop.cuh" // the warp tile's geometry (THREADS, FRAG_M, ...)
 #include "gemm_layout.cuh" // TRANS_A, TRANS_B
-#ifndef PAD
-#define PAD 4
-#endif
-
-
-#define AS_LD (BM + PAD)
-#define BS_LD (BN + PAD)
-#define AS_STAGE (BK * AS_LD)
-#define BS_STAGE (BK * BS_LD)
-
-#if PAD <= 0 || (PAD % 4) != 0 || STAGES < 2
-#error "PAD must be a positive multiple of 4 and STAGES >= 2"
-#endif
-
-#include "gemm_general_copies.cuh"
+#include "gemm_general_copies.cuh" // the shared tiles (AS_LD, ...) and their copies
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,

@@ -66,21 +66,8 @@
 #include "cp_async.cuh"
 #include "warptile_mainloop.cuh" // the warp tile's geometry (THREADS, FRAG_M, ...)
 #include "gemm_layout.cuh" // TRANS_A, TRANS_B
-#ifndef PAD
-#define PAD 4
-#endif
 #ifndef SPLIT_K
 #define SPLIT_K 1
-#endif
-
-
-#define AS_LD (BM + PAD)
-#define BS_LD (BN + PAD)
-#define AS_STAGE (BK * AS_LD)
-#define BS_STAGE (BK * BS_LD)
-
-#if PAD <= 0 || (PAD % 4) != 0 || STAGES < 2
-#error "PAD must be a positive multiple of 4 and STAGES >= 2"
 #endif
 #if SPLIT_K < 1
 #error "SPLIT_K must be >= 1"

@@ -113,17 +113,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     const int num_tiles = (k_end - k_begin + BK - 1) / BK;
 
     const int tid = threadIdx.x;
-    const bool b_vec = (N & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;
-
-    WARPTILE_COPY_GEOMETRY
-#if CP_ASYNC
-    // Block-uniform: every copy of a tile lies inside the matrix, so the copies need no
-    // checks (for K tiles that also lie inside the K chunk). Unlike gemm_warptile.cu, B's rows
-    // need not be 16-byte aligned: an odd N copies B 4 bytes at a time but unchecked too (the
-    // checked path's predicates cost issue slots on every tile of an odd-N shape).
-    const bool interior = bm + BM <= M && bn + BN <= N;
-#endif
-    WARPTILE_COPIES(WARPTILE_B_ISSUE_ANY)
+    // ---- the copies (B unchecked on interior tiles, aligned or not) ----
+    WARPTILE_COPIES_ANY_B
 
     // ---- this thread's place in the warp tile ----
     WARPTILE_THREAD_PLACE

@@ -1,9 +1,12 @@
 // The global -> shared copies of gemm_general and gemm_general_splitk: one K tile of op(A)
 // into As[k][m] and of op(B) into Bs[k][n], for each layout (see gemm_general.cu's header for
 // why each is copied the way it is).
-// Expects: BM, BN, BK, TRANS_A, TRANS_B, THREADS, AS_LD, BS_LD, AS_STAGE, BS_STAGE, CP_ASYNC
-// (cp_async.cuh). Defines the loader geometry (T_ROWSTEP, T_NKG, A_NROWS / A_PER / A_KSTEP,
-// B_PER / B_KSTEP / B_NROWS) and checks that the copies divide evenly among the threads.
+// Expects: BM, BN, BK, STAGES, PAD (default 4: floats of padding per row of both shared tiles,
+// a positive multiple of 4: it makes the transposing copies' shared stores conflict-free),
+// TRANS_A, TRANS_B, THREADS, CP_ASYNC (cp_async.cuh). Defines the shared tiles' layout (AS_LD,
+// BS_LD, AS_STAGE, BS_STAGE: As[STAGES][BK][AS_LD], Bs[STAGES][BK][BS_LD]), the loader
+// geometry (T_ROWSTEP, T_NKG, A_NROWS / A_PER / A_KSTEP, B_PER / B_KSTEP / B_NROWS) and checks
+// that the copies divide evenly among the threads.
 //
 // Two kinds of copy, each written once for an operand o (o = a or b, X = A or B; the macros
 // paste the operand's names: o_kin, X_NROWS, XS_LD, ldo, Xb, ...):
@@ -22,6 +25,19 @@
 // compile exactly as before they were shared). GEMM_GENERAL_COPIES defines the copies of one
 // batch: issue(kt, st) with cp.async, or fetch(kt) and store(st) through registers; the K tile
 // kt starts at kb + kt * BK and the K range ends at ke.
+
+#ifndef PAD
+#define PAD 4
+#endif
+
+#define AS_LD (BM + PAD)
+#define BS_LD (BN + PAD)
+#define AS_STAGE (BK * AS_LD)
+#define BS_STAGE (BK * BS_LD)
+
+#if PAD <= 0 || (PAD % 4) != 0 || STAGES < 2
+#error "PAD must be a positive multiple of 4 and STAGES >= 2"
+#endif
 
 // Transposing copies (8 k of THREADS/8 rows per round) and chunk copies (BM/4 or BN/4 chunks
 // per k row) must divide the tile evenly among the threads.

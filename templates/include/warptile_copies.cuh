@@ -193,3 +193,21 @@
             *reinterpret_cast<float4*>(bs + l * B_KSTEP * BN) = b_reg[l];                        \
     };
 #endif
+
+// The copies of the deterministic split-K and stream-K kernels: b_vec, the geometry and the
+// copies, unchecked on interior tiles whatever B's alignment. Block-uniform `interior`: every
+// copy of a tile lies inside the matrix, so the copies need no checks (for K tiles that also
+// lie inside the K range). Unlike gemm_warptile.cu, B's rows need not be 16-byte aligned: an
+// odd N copies B 4 bytes at a time but unchecked too (the checked path's predicates cost issue
+// slots on every tile of an odd-N shape).
+#if CP_ASYNC
+#define WARPTILE_INTERIOR_ANY_B const bool interior = bm + BM <= M && bn + BN <= N;
+#else
+#define WARPTILE_INTERIOR_ANY_B
+#endif
+#define WARPTILE_COPIES_ANY_B                                                                    \
+    const bool b_vec = (N & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;      \
+                                                                                                 \
+    WARPTILE_COPY_GEOMETRY                                                                       \
+    WARPTILE_INTERIOR_ANY_B                                                                      \
+    WARPTILE_COPIES(WARPTILE_B_ISSUE_ANY)

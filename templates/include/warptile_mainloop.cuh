@@ -88,30 +88,23 @@
     _Pragma("unroll") for (int i = 0; i < FRAG_M; ++i)                                           \
     _Pragma("unroll") for (int j = 0; j < FRAG_N; ++j) acc[i][j] = 0.0f;
 
-// Shared -> registers: the fragments of k row `k` of the stage at as / bs into fa[buf] /
-// fb[buf].
+// Shared -> registers: one operand's fragment of k row `k` of the stage at s (LD floats per
+// row): ITER pieces of T floats at column off + i * SUB, read as float4s, into f[buf].
+#define WARPTILE_FRAG(f, s, LD, off, ITER, T, SUB, buf, k)                                       \
+    _Pragma("unroll") for (int i = 0; i < ITER; ++i)                                             \
+    _Pragma("unroll") for (int q = 0; q < T; q += 4)                                             \
+    {                                                                                            \
+        const float4 v = *reinterpret_cast<const float4*>((s) + (k) * LD + off + i * SUB + q);   \
+        f[buf][i * T + q + 0] = v.x;                                                             \
+        f[buf][i * T + q + 1] = v.y;                                                             \
+        f[buf][i * T + q + 2] = v.z;                                                             \
+        f[buf][i * T + q + 3] = v.w;                                                             \
+    }
+// The fragments of k row `k` of the stage at as / bs into fa[buf] / fb[buf].
 #define WARPTILE_LOAD_FRAG(buf, as, bs, k)                                                       \
     {                                                                                            \
-        _Pragma("unroll") for (int i = 0; i < WMITER; ++i)                                       \
-        _Pragma("unroll") for (int q = 0; q < TM; q += 4)                                        \
-        {                                                                                        \
-            const float4 v = *reinterpret_cast<const float4*>(                                   \
-                (as) + (k) * AS_LD + fa_off + i * WSUBM + q);                                    \
-            fa[buf][i * TM + q + 0] = v.x;                                                       \
-            fa[buf][i * TM + q + 1] = v.y;                                                       \
-            fa[buf][i * TM + q + 2] = v.z;                                                       \
-            fa[buf][i * TM + q + 3] = v.w;                                                       \
-        }                                                                                        \
-        _Pragma("unroll") for (int j = 0; j < WNITER; ++j)                                       \
-        _Pragma("unroll") for (int q = 0; q < TN; q += 4)                                        \
-        {                                                                                        \
-            const float4 v = *reinterpret_cast<const float4*>(                                   \
-                (bs) + (k) * BS_LD + fb_off + j * WSUBN + q);                                    \
-            fb[buf][j * TN + q + 0] = v.x;                                                       \
-            fb[buf][j * TN + q + 1] = v.y;                                                       \
-            fb[buf][j * TN + q + 2] = v.z;                                                       \
-            fb[buf][j * TN + q + 3] = v.w;                                                       \
-        }                                                                                        \
+        WARPTILE_FRAG(fa, as, AS_LD, fa_off, WMITER, TM, WSUBM, buf, k)                          \
+        WARPTILE_FRAG(fb, bs, BS_LD, fb_off, WNITER, TN, WSUBN, buf, k)                          \
     }
 
 // The pipeline's steps that differ with and without cp.async. With cp.async the template
