@@ -22,12 +22,7 @@
 // together write neighbouring lines); z walks the batch (z = min(batch, 65535), each block
 // loops b = blockIdx.z, blockIdx.z + gridDim.z, ...).
 
-#ifndef TRANS_A
-#define TRANS_A 0
-#endif
-#ifndef TRANS_B
-#define TRANS_B 0
-#endif
+#include "gemm_layout.cuh" // TRANS_A, TRANS_B
 #if !defined(BX) || !defined(BY) || !defined(VEC) || !defined(TM)
 #error "BX, BY, VEC and TM must be defined"
 #endif

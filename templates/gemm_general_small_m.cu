@@ -49,12 +49,7 @@
 // same rows of B run together (L2 hits when M > MT); z = min(batch, 65535) and each block
 // loops b = blockIdx.z, blockIdx.z + gridDim.z, ... < batch.
 
-#ifndef TRANS_A
-#define TRANS_A 0
-#endif
-#ifndef TRANS_B
-#define TRANS_B 0
-#endif
+#include "gemm_layout.cuh" // TRANS_A, TRANS_B
 #if !defined(MT) || !defined(RPW) || !defined(WARPS) || !defined(VEC) || !defined(UNROLL) || \
     !defined(KC)
 #error "MT, RPW, WARPS, VEC, UNROLL and KC must be defined"
@@ -83,14 +78,6 @@
 #endif
 
 #include "gemv_common.cuh"  // dot4, warp_sum, aligned16
-
-// C element = alpha * s + beta * C, C not read when beta == 0.
-static __device__ __forceinline__ void gsm_store(float* cp, float s, float alpha, float beta)
-{
-    float v = alpha * s;
-    if (beta != 0.0f) v = fmaf(beta, *cp, v);
-    *cp = v;
-}
 
 // xs[r][kk] = op(A_b)(m0 + r, k0 + kk) for kk < klen (0 for rows past M).
 static __device__ __forceinline__ void gsm_stage(float* __restrict__ xs,
@@ -328,7 +315,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 const int m = m0 + r;
                 const int n = n0 + j;
                 if (lane == ((r * RPW + j) & 31) && m < M && n < N)
-                    gsm_store(Cb + (long long)m * ldc + n, s, alpha, beta);
+                    store_scaled(Cb + (long long)m * ldc + n, s, alpha, beta);
             }
         }
 #else
@@ -354,7 +341,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             for (int t = 1; t < KS; ++t) s += red[(g * KS + t) * MT * RPW + e];
             const int m = m0 + r;
             const int n = nb * ((WARPS / KS) * RPW) + g * RPW + j;
-            if (m < M && n < N) gsm_store(Cb + (long long)m * ldc + n, s, alpha, beta);
+            if (m < M && n < N) store_scaled(Cb + (long long)m * ldc + n, s, alpha, beta);
         }
 #endif
 #else
@@ -401,7 +388,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             for (int t = 1; t < WARPS; ++t) s += red[t * MT * COLS + o];
             const int m = m0 + r;
             const int n = n0 + c;
-            if (m < M && n < N) gsm_store(Cb + (long long)m * ldc + n, s, alpha, beta);
+            if (m < M && n < N) store_scaled(Cb + (long long)m * ldc + n, s, alpha, beta);
         }
 #endif
     }

@@ -52,12 +52,7 @@
 // (the workspace of a grid-z slot serves one batch at a time): for later ones (batches past
 // 65535) the blocks of slice 0 take all of K, slice by slice, and the others skip them.
 
-#ifndef TRANS_A
-#define TRANS_A 0
-#endif
-#ifndef TRANS_B
-#define TRANS_B 0
-#endif
+#include "gemm_layout.cuh" // TRANS_A, TRANS_B
 #if !defined(MT) || !defined(RPW) || !defined(WARPS) || !defined(NB) || !defined(UNROLL) || \
     !defined(KSL)
 #error "MT, RPW, WARPS, NB, UNROLL and KSL must be defined"
@@ -73,14 +68,6 @@
 
 #include "gemv_common.cuh"   // dot4, warp_sum, aligned16
 #include "split_fixup.cuh"   // split_count_in_last
-
-// C element = alpha * s + beta * C, C not read when beta == 0.
-static __device__ __forceinline__ void sms_store(float* cp, float s, float alpha, float beta)
-{
-    float v = alpha * s;
-    if (beta != 0.0f) v = fmaf(beta, *cp, v);
-    *cp = v;
-}
 
 // xs[r * KSL + kk] = op(A_b)(m0 + r, k0 + kk) for kk < klen (0 for rows past M).
 static __device__ __forceinline__ void sms_stage(float* __restrict__ xs,
@@ -293,7 +280,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                     if (part != nullptr) {
                         __stcg(part + r * COLS + c0 + j, s);
                     } else if (m0 + r < M && n0 + j < N) {
-                        sms_store(Cb + (long long)(m0 + r) * ldc + n0 + j, s, alpha, beta);
+                        store_scaled(Cb + (long long)(m0 + r) * ldc + n0 + j, s, alpha, beta);
                     }
                 }
             }
@@ -312,7 +299,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             for (int z = 1; z < splits; ++z) s += __ldcg(base + (long long)z * tiles * TILE + o);
             const int m = m0 + r;
             const int n = nt * COLS + c;
-            if (m < M && n < N) sms_store(Cb + (long long)m * ldc + n, s, alpha, beta);
+            if (m < M && n < N) store_scaled(Cb + (long long)m * ldc + n, s, alpha, beta);
         }
         // Every slice of this tile has counted in: the next launch finds the counter zero.
         if (tid == 0) atomicExch(counter, 0u);

@@ -12,10 +12,8 @@
 // without shrinking the tiles; the extra traffic is SPLIT_K partial tiles per output tile,
 // small next to the operands when K is deep enough for at least two BK tiles per chunk.
 //
-// The main loop is a copy of gemm_general.cu's (changing that template would stale the
-// database entries tuned with it); keep the two in step. The only changes are the K range
-// [kb, ke) of a block (k0 = kb + kt * BK, bounds checks against ke instead of K), the
-// reduction below, and the workspace argument.
+// The main loop is gemm_general.cu's (include/warptile_mainloop.cuh); the only changes are
+// the K range [kb, ke) of a block, the reduction below, and the workspace argument.
 //
 // Parameters (#defined by the tuner; TRANS_A / TRANS_B come from the problem, the rest from
 // the space): those of gemm_general.cu (TRANS_A, TRANS_B, BM, BN, BK, WM, WN, WNITER, TM, TN,
@@ -65,116 +63,18 @@
 // under run-time alignment checks, zero-filled edge copies, the epilogue) is gemm_general.cu's;
 // see its header.
 
-#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WM) || !defined(WN) ||          \
-    !defined(WNITER) || !defined(TM) || !defined(TN) || !defined(STAGES)
-#error "BM, BN, BK, WM, WN, WNITER, TM, TN and STAGES must be defined"
-#endif
-#ifndef TRANS_A
-#define TRANS_A 0
-#endif
-#ifndef TRANS_B
-#define TRANS_B 0
-#endif
-#ifndef PAD
-#define PAD 4
-#endif
-#ifndef GROUP_M
-#define GROUP_M 1
-#endif
+#include "cp_async.cuh"
+#include "warptile_mainloop.cuh" // the warp tile's geometry (THREADS, FRAG_M, ...)
+#include "gemm_layout.cuh" // TRANS_A, TRANS_B
 #ifndef SPLIT_K
 #define SPLIT_K 1
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
-#endif
-
-#define WARPS_N (BN / WN)
-#define THREADS ((BM / WM) * WARPS_N * 32)
-#define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
-#define WSUBM (WM / WMITER)
-#define WSUBN (WN / WNITER)
-#define TCOLS (WSUBN / TN)
-#define FRAG_M (WMITER * TM)
-#define FRAG_N (WNITER * TN)
-
-#define AS_LD (BM + PAD)
-#define BS_LD (BN + PAD)
-#define AS_STAGE (BK * AS_LD)
-#define BS_STAGE (BK * BS_LD)
-
-#if (TRANS_A != 0 && TRANS_A != 1) || (TRANS_B != 0 && TRANS_B != 1)
-#error "TRANS_A and TRANS_B must be 0 or 1"
-#endif
-#if (BM % WM) != 0 || (BN % WN) != 0 || (TM % 4) != 0 || (TN % 4) != 0 || (BK % 8) != 0
-#error "need BM % WM == 0, BN % WN == 0, TM and TN multiples of 4, BK a multiple of 8"
-#endif
-#if WMITER < 1 || (WM % WMITER) != 0 || (WN % WNITER) != 0 || (WSUBN % TN) != 0 ||           \
-    (WSUBM % TM) != 0 || (WSUBM / TM) * (WSUBN / TN) != 32
-#error "the warp tile does not split into 32 threads of TM x TN pieces"
-#endif
-#if PAD <= 0 || (PAD % 4) != 0 || STAGES < 2
-#error "PAD must be a positive multiple of 4 and STAGES >= 2"
 #endif
 #if SPLIT_K < 1
 #error "SPLIT_K must be >= 1"
 #endif
-// Transposing copies (8 k of THREADS/8 rows per round) and chunk copies (BM/4 or BN/4 chunks
-// per k row) must divide the tile evenly among the threads.
-#if TRANS_A == 0 && ((BM * BK) % THREADS != 0 || (THREADS / 8) > BM || BM % (THREADS / 8) != 0)
-#error "TRANS_A = 0: the A loader needs THREADS / 8 to divide BM"
-#endif
-#if TRANS_A == 1 && ((BK * BM / 4) % THREADS != 0 || THREADS % (BM / 4) != 0)
-#error "TRANS_A = 1: A's 16-byte chunks do not divide evenly among the threads"
-#endif
-#if TRANS_B == 0 && ((BK * BN / 4) % THREADS != 0 || THREADS % (BN / 4) != 0)
-#error "TRANS_B = 0: B's 16-byte chunks do not divide evenly among the threads"
-#endif
-#if TRANS_B == 1 && ((BN * BK) % THREADS != 0 || (THREADS / 8) > BN || BN % (THREADS / 8) != 0)
-#error "TRANS_B = 1: the B loader needs THREADS / 8 to divide BN"
-#endif
 
-// Loader geometry. Transposing loader (X = 0: A with TRANS_A = 0, B with TRANS_B = 1): thread
-// t copies k = t % 8 (+ 8g) of row t / 8 (+ r * THREADS/8). Chunk loader (A with TRANS_A = 1,
-// B with TRANS_B = 0): thread t copies the 4 floats at (t % (W/4)) * 4 of k row t / (W/4)
-// (+ l * THREADS/(W/4)).
-#define T_ROWSTEP (THREADS / 8)
-#define T_NKG (BK / 8)
-#if TRANS_A == 0
-#define A_NROWS (BM / T_ROWSTEP)
-#else
-#define A_PER (BK * BM / 4 / THREADS)
-#define A_KSTEP (THREADS / (BM / 4))
-#endif
-#if TRANS_B == 0
-#define B_PER (BK * BN / 4 / THREADS)
-#define B_KSTEP (THREADS / (BN / 4))
-#else
-#define B_NROWS (BN / T_ROWSTEP)
-#endif
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define GK_ASYNC 1
-#else
-#define GK_ASYNC 0
-#endif
-
-#if GK_ASYNC
-__device__ __forceinline__ void gk_cp4(unsigned dst, const float* src, bool ok)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(ok ? 4 : 0));
-}
-__device__ __forceinline__ void gk_cp16(unsigned dst, const float* src)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src));
-}
-__device__ __forceinline__ void gk_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N_>
-__device__ __forceinline__ void gk_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N_) : "memory");
-}
-#endif
+#include "gemm_general_copies.cuh"
+#include "split_fixup.cuh" // SPLIT_COUNT_IN
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -187,74 +87,17 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     float* const Bs = gk_smem + STAGES * AS_STAGE; // [STAGES][BK][BS_LD]
 
     // ---- which tile of C ----
-    const int tiles_n = (N + BN - 1) / BN;
-    const int pid = blockIdx.x;
-#if GROUP_M > 1
-    const int tiles_m = (M + BM - 1) / BM;
-    const int width = GROUP_M * tiles_n;
-    const int group = pid / width;
-    const int first_m = group * GROUP_M;
-    const int gsize = min(tiles_m - first_m, GROUP_M);
-    const int in_group = pid - group * width;
-    const int tile_m = first_m + in_group % gsize;
-    const int tile_n = in_group / gsize;
-#else
-    const int tile_m = pid / tiles_n;
-    const int tile_n = pid - tile_m * tiles_n;
-#endif
-    const int bm = tile_m * BM;
-    const int bn = tile_n * BN;
+    WARPTILE_TILE_OF_BLOCK
     const int tid = threadIdx.x;
     // Block-uniform: the tile lies inside M and N, so interior K tiles need no checks.
     const bool interior = bm + BM <= M && bn + BN <= N;
 
-    // ---- A loader: element (m, k) of a tile goes to As[k][m] ----
-#if TRANS_A == 0
-    const int a_kin = tid & 7;
-    const int a_m0 = tid >> 3;
-    // Offset of this thread's first element; row r adds r * a_rstep. Rows past M are never
-    // read (zero-filled), so their offsets may point anywhere.
-    const long long a_off0 = (long long)(bm + a_m0) * lda + a_kin;
-    const long long a_rstep = (long long)T_ROWSTEP * lda;
-    const int a_sh = a_kin * AS_LD + a_m0;
-#else
-    const int a_c4 = tid % (BM / 4);
-    const int a_k0 = tid / (BM / 4);
-    const int a_col = bm + a_c4 * 4;
-    const long long a_off0 = (long long)a_k0 * lda + a_col;
-    const long long a_kstep = (long long)A_KSTEP * lda;
-    const int a_sh = a_k0 * AS_LD + a_c4 * 4;
-#endif
-    // ---- B loader: element (k, n) of a tile goes to Bs[k][n] ----
-#if TRANS_B == 0
-    const int b_c4 = tid % (BN / 4);
-    const int b_k0 = tid / (BN / 4);
-    const int b_col = bn + b_c4 * 4;
-    const long long b_off0 = (long long)b_k0 * ldb + b_col;
-    const long long b_kstep = (long long)B_KSTEP * ldb;
-    const int b_sh = b_k0 * BS_LD + b_c4 * 4;
-#else
-    const int b_kin = tid & 7;
-    const int b_n0 = tid >> 3;
-    const long long b_off0 = (long long)(bn + b_n0) * ldb + b_kin;
-    const long long b_rstep = (long long)T_ROWSTEP * ldb;
-    const int b_sh = b_kin * BS_LD + b_n0;
-#endif
+    GEMM_GENERAL_COPY_GEOMETRY
 
     // ---- this thread's place in the warp tile ----
-    const int warp = tid >> 5;
-    const int lane = tid & 31;
-    const int warp_m = warp / WARPS_N;
-    const int warp_n = warp - warp_m * WARPS_N;
-    const int t_row = lane / TCOLS;
-    const int t_col = lane - t_row * TCOLS;
-    const int fa_off = warp_m * WM + t_row * TM; // column of As a thread reads from
-    const int fb_off = warp_n * WN + t_col * TN; // column of Bs a thread reads from
+    WARPTILE_THREAD_PLACE
 
-#if GK_ASYNC
-    const unsigned as_sh = static_cast<unsigned>(__cvta_generic_to_shared(As)) + 4u * a_sh;
-    const unsigned bs_sh = static_cast<unsigned>(__cvta_generic_to_shared(Bs)) + 4u * b_sh;
-#endif
+    GEMM_GENERAL_COPY_SHARED
 
 #if SPLIT_K > 1
     // ---- which chunk of K (grid y) ----
@@ -285,319 +128,13 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         const float* const Ab = A + (long long)bz * strideA;
         const float* const Bb = B + (long long)bz * strideB;
         float* const Cb = C + (long long)bz * strideC;
-#if TRANS_A == 1
-        const bool a_vec = (lda & 3) == 0 && (reinterpret_cast<unsigned long long>(Ab) & 15) == 0;
-#endif
-#if TRANS_B == 0
-        const bool b_vec = (ldb & 3) == 0 && (reinterpret_cast<unsigned long long>(Bb) & 15) == 0;
-#endif
-        const float* const a_base = Ab + a_off0;
-        const float* const b_base = Bb + b_off0;
+        GEMM_GENERAL_BATCH_OPERANDS
 
-#if GK_ASYNC
-        // Issues the copies of K tile `kt` into stage `st`.
-        auto issue = [&](int kt, int st) {
-            const int k0 = kb + kt * BK;
-            const unsigned as_dst = as_sh + 4u * (unsigned)(st * AS_STAGE);
-            const unsigned bs_dst = bs_sh + 4u * (unsigned)(st * BS_STAGE);
-            if (interior && k0 + BK <= ke) {
-#if TRANS_A == 0
-                const float* const pa = a_base + k0;
-#pragma unroll
-                for (int r = 0; r < A_NROWS; ++r)
-#pragma unroll
-                    for (int g = 0; g < T_NKG; ++g)
-                        gk_cp4(as_dst + 4u * (g * 8 * AS_LD + r * T_ROWSTEP),
-                               pa + r * a_rstep + g * 8, true);
-#else
-                const float* const pa = a_base + (long long)k0 * lda;
-                if (a_vec) {
-#pragma unroll
-                    for (int l = 0; l < A_PER; ++l)
-                        gk_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep);
-                } else {
-#pragma unroll
-                    for (int l = 0; l < A_PER; ++l)
-#pragma unroll
-                        for (int q = 0; q < 4; ++q)
-                            gk_cp4(as_dst + 4u * (l * A_KSTEP * AS_LD + q), pa + l * a_kstep + q,
-                                   true);
-                }
-#endif
-#if TRANS_B == 0
-                const float* const pb = b_base + (long long)k0 * ldb;
-                if (b_vec) {
-#pragma unroll
-                    for (int l = 0; l < B_PER; ++l)
-                        gk_cp16(bs_dst + 4u * (l * B_KSTEP * BS_LD), pb + l * b_kstep);
-                } else {
-#pragma unroll
-                    for (int l = 0; l < B_PER; ++l)
-#pragma unroll
-                        for (int q = 0; q < 4; ++q)
-                            gk_cp4(bs_dst + 4u * (l * B_KSTEP * BS_LD + q), pb + l * b_kstep + q,
-                                   true);
-                }
-#else
-                const float* const pb = b_base + k0;
-#pragma unroll
-                for (int r = 0; r < B_NROWS; ++r)
-#pragma unroll
-                    for (int g = 0; g < T_NKG; ++g)
-                        gk_cp4(bs_dst + 4u * (g * 8 * BS_LD + r * T_ROWSTEP),
-                               pb + r * b_rstep + g * 8, true);
-#endif
-                return;
-            }
-            // Edge tile: every copy checked; out-of-range elements are zero-filled (their
-            // source address is the matrix's first element, never read).
-#if TRANS_A == 0
-#pragma unroll
-            for (int r = 0; r < A_NROWS; ++r) {
-                const bool row_ok = bm + a_m0 + r * T_ROWSTEP < M;
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g) {
-                    const bool ok = row_ok & (k0 + a_kin + g * 8 < ke);
-                    gk_cp4(as_dst + 4u * (g * 8 * AS_LD + r * T_ROWSTEP),
-                           ok ? a_base + k0 + r * a_rstep + g * 8 : Ab, ok);
-                }
-            }
-#else
-#pragma unroll
-            for (int l = 0; l < A_PER; ++l) {
-                const bool row_ok = k0 + a_k0 + l * A_KSTEP < ke;
-                const float* const p = a_base + (long long)k0 * lda + l * a_kstep;
-                const unsigned d = as_dst + 4u * (l * A_KSTEP * AS_LD);
-                if (a_vec && row_ok && a_col + 4 <= M) {
-                    gk_cp16(d, p);
-                } else {
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        const bool ok = row_ok & (a_col + q < M);
-                        gk_cp4(d + 4u * q, ok ? p + q : Ab, ok);
-                    }
-                }
-            }
-#endif
-#if TRANS_B == 0
-#pragma unroll
-            for (int l = 0; l < B_PER; ++l) {
-                const bool row_ok = k0 + b_k0 + l * B_KSTEP < ke;
-                const float* const p = b_base + (long long)k0 * ldb + l * b_kstep;
-                const unsigned d = bs_dst + 4u * (l * B_KSTEP * BS_LD);
-                if (b_vec && row_ok && b_col + 4 <= N) {
-                    gk_cp16(d, p);
-                } else {
-#pragma unroll
-                    for (int q = 0; q < 4; ++q) {
-                        const bool ok = row_ok & (b_col + q < N);
-                        gk_cp4(d + 4u * q, ok ? p + q : Bb, ok);
-                    }
-                }
-            }
-#else
-#pragma unroll
-            for (int r = 0; r < B_NROWS; ++r) {
-                const bool row_ok = bn + b_n0 + r * T_ROWSTEP < N;
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g) {
-                    const bool ok = row_ok & (k0 + b_kin + g * 8 < ke);
-                    gk_cp4(bs_dst + 4u * (g * 8 * BS_LD + r * T_ROWSTEP),
-                           ok ? b_base + k0 + r * b_rstep + g * 8 : Bb, ok);
-                }
-            }
-#endif
-        };
-#else
-        // Register-staged copies for archs without cp.async (always checked: these archs are
-        // not the target of the unchecked fast path).
-#if TRANS_A == 0
-        float a_reg[A_NROWS * T_NKG];
-#else
-        float4 a_reg[A_PER];
-#endif
-#if TRANS_B == 0
-        float4 b_reg[B_PER];
-#else
-        float b_reg[B_NROWS * T_NKG];
-#endif
-        auto fetch = [&](int kt) {
-            const int k0 = kb + kt * BK;
-#if TRANS_A == 0
-#pragma unroll
-            for (int r = 0; r < A_NROWS; ++r) {
-                const bool row_ok = bm + a_m0 + r * T_ROWSTEP < M;
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g) {
-                    const bool ok = row_ok & (k0 + a_kin + g * 8 < ke);
-                    a_reg[r * T_NKG + g] = ok ? __ldg(a_base + k0 + r * a_rstep + g * 8) : 0.0f;
-                }
-            }
-#else
-#pragma unroll
-            for (int l = 0; l < A_PER; ++l) {
-                const bool row_ok = k0 + a_k0 + l * A_KSTEP < ke;
-                const float* const p = a_base + (long long)k0 * lda + l * a_kstep;
-                if (a_vec && row_ok && a_col + 4 <= M) {
-                    a_reg[l] = __ldg(reinterpret_cast<const float4*>(p));
-                } else {
-                    a_reg[l].x = (row_ok & (a_col + 0 < M)) ? __ldg(p + 0) : 0.0f;
-                    a_reg[l].y = (row_ok & (a_col + 1 < M)) ? __ldg(p + 1) : 0.0f;
-                    a_reg[l].z = (row_ok & (a_col + 2 < M)) ? __ldg(p + 2) : 0.0f;
-                    a_reg[l].w = (row_ok & (a_col + 3 < M)) ? __ldg(p + 3) : 0.0f;
-                }
-            }
-#endif
-#if TRANS_B == 0
-#pragma unroll
-            for (int l = 0; l < B_PER; ++l) {
-                const bool row_ok = k0 + b_k0 + l * B_KSTEP < ke;
-                const float* const p = b_base + (long long)k0 * ldb + l * b_kstep;
-                if (b_vec && row_ok && b_col + 4 <= N) {
-                    b_reg[l] = __ldg(reinterpret_cast<const float4*>(p));
-                } else {
-                    b_reg[l].x = (row_ok & (b_col + 0 < N)) ? __ldg(p + 0) : 0.0f;
-                    b_reg[l].y = (row_ok & (b_col + 1 < N)) ? __ldg(p + 1) : 0.0f;
-                    b_reg[l].z = (row_ok & (b_col + 2 < N)) ? __ldg(p + 2) : 0.0f;
-                    b_reg[l].w = (row_ok & (b_col + 3 < N)) ? __ldg(p + 3) : 0.0f;
-                }
-            }
-#else
-#pragma unroll
-            for (int r = 0; r < B_NROWS; ++r) {
-                const bool row_ok = bn + b_n0 + r * T_ROWSTEP < N;
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g) {
-                    const bool ok = row_ok & (k0 + b_kin + g * 8 < ke);
-                    b_reg[r * T_NKG + g] = ok ? __ldg(b_base + k0 + r * b_rstep + g * 8) : 0.0f;
-                }
-            }
-#endif
-        };
-        auto store = [&](int st) {
-            float* const as = As + st * AS_STAGE + a_sh;
-#if TRANS_A == 0
-#pragma unroll
-            for (int r = 0; r < A_NROWS; ++r)
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g)
-                    as[g * 8 * AS_LD + r * T_ROWSTEP] = a_reg[r * T_NKG + g];
-#else
-#pragma unroll
-            for (int l = 0; l < A_PER; ++l)
-                *reinterpret_cast<float4*>(as + l * A_KSTEP * AS_LD) = a_reg[l];
-#endif
-            float* const bs = Bs + st * BS_STAGE + b_sh;
-#if TRANS_B == 0
-#pragma unroll
-            for (int l = 0; l < B_PER; ++l)
-                *reinterpret_cast<float4*>(bs + l * B_KSTEP * BS_LD) = b_reg[l];
-#else
-#pragma unroll
-            for (int r = 0; r < B_NROWS; ++r)
-#pragma unroll
-                for (int g = 0; g < T_NKG; ++g)
-                    bs[g * 8 * BS_LD + r * T_ROWSTEP] = b_reg[r * T_NKG + g];
-#endif
-        };
-#endif
+        GEMM_GENERAL_COPIES
 
         float acc[FRAG_M][FRAG_N];
-#pragma unroll
-        for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-            for (int j = 0; j < FRAG_N; ++j) acc[i][j] = 0.0f;
-
-        float fa[2][FRAG_M];
-        float fb[2][FRAG_N];
-        // Shared -> registers: the fragments of k row `k` of the stage at as / bs.
-#define GK_LOAD_FRAG(buf, as, bs, k)                                                             \
-    {                                                                                            \
-        _Pragma("unroll") for (int i = 0; i < WMITER; ++i)                                       \
-        _Pragma("unroll") for (int q = 0; q < TM; q += 4)                                        \
-        {                                                                                        \
-            const float4 v = *reinterpret_cast<const float4*>(                                   \
-                (as) + (k) * AS_LD + fa_off + i * WSUBM + q);                                    \
-            fa[buf][i * TM + q + 0] = v.x;                                                       \
-            fa[buf][i * TM + q + 1] = v.y;                                                       \
-            fa[buf][i * TM + q + 2] = v.z;                                                       \
-            fa[buf][i * TM + q + 3] = v.w;                                                       \
-        }                                                                                        \
-        _Pragma("unroll") for (int j = 0; j < WNITER; ++j)                                       \
-        _Pragma("unroll") for (int q = 0; q < TN; q += 4)                                        \
-        {                                                                                        \
-            const float4 v = *reinterpret_cast<const float4*>(                                   \
-                (bs) + (k) * BS_LD + fb_off + j * WSUBN + q);                                    \
-            fb[buf][j * TN + q + 0] = v.x;                                                       \
-            fb[buf][j * TN + q + 1] = v.y;                                                       \
-            fb[buf][j * TN + q + 2] = v.z;                                                       \
-            fb[buf][j * TN + q + 3] = v.w;                                                       \
-        }                                                                                        \
-    }
-
-        // ---- prologue: STAGES-1 tiles in flight ----
-#pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {
-#if GK_ASYNC
-            if (s < num_tiles) issue(s, s);
-            gk_commit();
-#else
-            if (s < num_tiles) {
-                fetch(s);
-                store(s);
-            }
-#endif
-        }
-#if GK_ASYNC
-        gk_wait<STAGES - 2>();
-#endif
-        __syncthreads();
-
-        int rs = 0;          // stage being read
-        int ws = STAGES - 1; // stage being filled
-        const float* as = As;
-        const float* bs = Bs;
-        GK_LOAD_FRAG(0, as, bs, 0);
-
-        for (int kt = 0; kt < num_tiles; ++kt) {
-#pragma unroll
-            for (int k = 0; k < BK; ++k) {
-                if (k == BK - 1) {
-                    // Tile kt+1 must be resident before its first fragments are read.
-#if !GK_ASYNC
-                    if (kt + STAGES - 1 < num_tiles) store(ws);
-#else
-                    gk_wait<STAGES - 2>();
-#endif
-                    __syncthreads();
-                    ws = (ws + 1 == STAGES) ? 0 : ws + 1;
-                    rs = (rs + 1 == STAGES) ? 0 : rs + 1;
-                    as = As + rs * AS_STAGE;
-                    bs = Bs + rs * BS_STAGE;
-                    GK_LOAD_FRAG((k + 1) & 1, as, bs, 0);
-                } else {
-                    GK_LOAD_FRAG((k + 1) & 1, as, bs, k + 1);
-                }
-                if (k == 0) {
-                    // The stage written now was last read in tile kt-1, before the barrier
-                    // above.
-#if GK_ASYNC
-                    if (kt + STAGES - 1 < num_tiles) issue(kt + STAGES - 1, ws);
-                    gk_commit();
-#else
-                    if (kt + STAGES - 1 < num_tiles) fetch(kt + STAGES - 1);
-#endif
-                }
-#pragma unroll
-                for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-                    for (int j = 0; j < FRAG_N; ++j)
-                        acc[i][j] = fmaf(fa[k & 1][i], fb[k & 1][j], acc[i][j]);
-            }
-        }
-#if GK_ASYNC
-        gk_wait<0>();
-#endif
+        WARPTILE_ZERO_ACC(acc)
+        WARPTILE_MAINLOOP(acc)
         // The last step read (speculatively) the stage after the last tile; the next batch's
         // prologue must not overwrite stages before every warp is done with them.
         __syncthreads();
@@ -617,21 +154,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                                             (long long)gridDim.z * SPLIT_K * tiles * (BM * BN)) +
                 (long long)blockIdx.z * tiles + pid;
             float4* const mine = part + (long long)split * tiles * tsz;
-#pragma unroll
-            for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-                for (int j = 0; j < FRAG_N; j += 4)
-                    __stcg(mine + (i * (FRAG_N / 4) + j / 4) * THREADS,
-                           make_float4(acc[i][j + 0], acc[i][j + 1], acc[i][j + 2],
-                                       acc[i][j + 3]));
-            // Each thread's stores are visible device-wide before the block counts itself in.
-            __threadfence();
-            __syncthreads();
-            unsigned seen = 0;
-            if (tid == 0) seen = atomicAdd(counter, 1u);
-            // Every thread learns whether this block counted last (the barrier is
-            // unconditional; it also orders thread 0's atomic before everyone's reads below).
-            const int last = __syncthreads_or(tid == 0 && seen == (unsigned)(splits - 1));
+            WARPTILE_STORE_PARTIAL(mine, acc)
+            SPLIT_COUNT_IN(last, counter, splits - 1)
             if (!last) continue; // block-uniform: the next batch (split 0) or the end
             __threadfence();
             // Split by split, all of this thread's float4s at once (their loads in flight
@@ -640,37 +164,11 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             // block runs it; this block's own partial is read back (what it stored, bit for
             // bit).
             {
-                float4 v[FRAG_M * FRAG_N / 4];
-#pragma unroll
-                for (int s = 0; s < FRAG_M * FRAG_N / 4; ++s) v[s] = __ldcg(part + s * THREADS);
-#pragma unroll
-                for (int i = 0; i < FRAG_M; ++i) {
-#pragma unroll
-                    for (int j = 0; j < FRAG_N; j += 4) {
-                        const float4 w = v[i * (FRAG_N / 4) + j / 4];
-                        acc[i][j + 0] = w.x;
-                        acc[i][j + 1] = w.y;
-                        acc[i][j + 2] = w.z;
-                        acc[i][j + 3] = w.w;
-                    }
-                }
+                WARPTILE_LOAD_PARTIAL(part, acc, =)
             }
             for (int z = 1; z < splits; ++z) {
                 const float4* const src = part + (long long)z * tiles * tsz;
-                float4 v[FRAG_M * FRAG_N / 4];
-#pragma unroll
-                for (int s = 0; s < FRAG_M * FRAG_N / 4; ++s) v[s] = __ldcg(src + s * THREADS);
-#pragma unroll
-                for (int i = 0; i < FRAG_M; ++i) {
-#pragma unroll
-                    for (int j = 0; j < FRAG_N; j += 4) {
-                        const float4 w = v[i * (FRAG_N / 4) + j / 4];
-                        acc[i][j + 0] += w.x;
-                        acc[i][j + 1] += w.y;
-                        acc[i][j + 2] += w.z;
-                        acc[i][j + 3] += w.w;
-                    }
-                }
+                WARPTILE_LOAD_PARTIAL(src, acc, +=)
             }
             // Every split of this tile has counted in: no other block touches the counter in
             // this launch, and the next launch (stream-ordered) finds it zero.
@@ -679,48 +177,6 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #endif
 
         // ---- epilogue ----
-        const bool c_vec = (ldc & 3) == 0 && (reinterpret_cast<unsigned long long>(Cb) & 15) == 0;
-        const bool read_c = beta != 0.0f;
-#pragma unroll
-        for (int i = 0; i < WMITER; ++i) {
-#pragma unroll
-            for (int p = 0; p < TM; ++p) {
-                const int row = bm + fa_off + i * WSUBM + p;
-                if (row < M) {
-                    float* const crow = Cb + (long long)row * ldc;
-#pragma unroll
-                    for (int j = 0; j < WNITER; ++j) {
-#pragma unroll
-                        for (int q = 0; q < TN; q += 4) {
-                            const int col = bn + fb_off + j * WSUBN + q;
-                            float4 v = make_float4(alpha * acc[i * TM + p][j * TN + q + 0],
-                                                   alpha * acc[i * TM + p][j * TN + q + 1],
-                                                   alpha * acc[i * TM + p][j * TN + q + 2],
-                                                   alpha * acc[i * TM + p][j * TN + q + 3]);
-                            if (c_vec && col + 4 <= N) {
-                                float4* const c4 = reinterpret_cast<float4*>(crow + col);
-                                if (read_c) {
-                                    const float4 o = *c4;
-                                    v.x = fmaf(beta, o.x, v.x);
-                                    v.y = fmaf(beta, o.y, v.y);
-                                    v.z = fmaf(beta, o.z, v.z);
-                                    v.w = fmaf(beta, o.w, v.w);
-                                }
-                                *c4 = v;
-                            } else {
-                                const float w[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-                                for (int e = 0; e < 4; ++e) {
-                                    if (col + e < N) {
-                                        crow[col + e] =
-                                            read_c ? fmaf(beta, crow[col + e], w[e]) : w[e];
-                                    }
-                                }
-                            }
-                        }
-                    }
-                }
-            }
-        }
+        WARPTILE_EPILOGUE_FULL(acc)
     }
 }

@@ -36,32 +36,7 @@
 #define THREADS (BX * KS)
 #define COLS (BX * VEC)
 
-// The VEC floats of one B row this thread reads, at the (clamped, in-range) columns col.
-// VECOK: col holds VEC consecutive columns whose first is a multiple of VEC, and the row is
-// 4 * VEC-byte aligned, so one vector load reads them.
-template <bool VECOK>
-static __device__ __forceinline__ void load_b(const float* __restrict__ row, const int (&col)[VEC],
-                                              float (&b)[VEC])
-{
-    if (VECOK) {
-#if VEC == 4
-        const float4 t = __ldg(reinterpret_cast<const float4*>(row + col[0]));
-        b[0] = t.x;
-        b[1] = t.y;
-        b[2] = t.z;
-        b[3] = t.w;
-#elif VEC == 2
-        const float2 t = __ldg(reinterpret_cast<const float2*>(row + col[0]));
-        b[0] = t.x;
-        b[1] = t.y;
-#else
-        b[0] = __ldg(row + col[0]);
-#endif
-    } else {
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) b[v] = __ldg(row + col[v]);
-    }
-}
+#include "small_m_rows.cuh" // load_b, SMALL_M_COLUMNS_AND_ROWS, SMALL_M_UNROLLED_STEP
 
 // This thread's partial sums acc[r][v] = sum over its k of A[m0 + r][k] * B[k][column v].
 template <bool VECOK>
@@ -69,32 +44,11 @@ static __device__ __forceinline__ void accumulate(int M, int N, int K, const flo
                                                   const float* __restrict__ B, int m0, int n0,
                                                   int tx, int ty, float (&acc)[MT][VEC])
 {
-    int col[VEC];
-#pragma unroll
-    for (int v = 0; v < VEC; ++v) {
-        // VECOK: n0 + tx * VEC is a multiple of VEC, and so is N, so a vector that starts
-        // inside N ends inside it; one that starts past N is moved to the last vector of the
-        // row (N >= VEC), read for nothing.
-        col[v] = VECOK ? min(n0 + tx * VEC, N - VEC) + v : min(n0 + v * BX + tx, N - 1);
-    }
-    const float* arow[MT];
-#pragma unroll
-    for (int r = 0; r < MT; ++r) arow[r] = A + (size_t)min(m0 + r, M - 1) * K;
+    SMALL_M_COLUMNS_AND_ROWS
 
     int k = ty;
     for (; k + KS * (UNROLL - 1) < K; k += KS * UNROLL) {
-        float b[UNROLL][VEC];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) load_b<VECOK>(B + (size_t)(k + KS * u) * N, col, b[u]);
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-            for (int r = 0; r < MT; ++r) {
-                const float a = __ldg(arow[r] + k + KS * u);
-#pragma unroll
-                for (int v = 0; v < VEC; ++v) acc[r][v] = fmaf(a, b[u][v], acc[r][v]);
-            }
-        }
+        SMALL_M_UNROLLED_STEP
     }
     for (; k < K; k += KS) {
         float b[VEC];

@@ -92,32 +92,8 @@
 #define OWN ((TILE + THREADS - 1) / THREADS)
 #endif
 
-// The VEC floats of one B row this thread reads, at the (clamped, in-range) columns col.
-// VECOK: col holds VEC consecutive columns whose first is a multiple of VEC, and the row is
-// 4 * VEC-byte aligned, so one vector load reads them.
-template <bool VECOK>
-static __device__ __forceinline__ void load_b(const float* __restrict__ row, const int (&col)[VEC],
-                                              float (&b)[VEC])
-{
-    if (VECOK) {
-#if VEC == 4
-        const float4 t = __ldg(reinterpret_cast<const float4*>(row + col[0]));
-        b[0] = t.x;
-        b[1] = t.y;
-        b[2] = t.z;
-        b[3] = t.w;
-#elif VEC == 2
-        const float2 t = __ldg(reinterpret_cast<const float2*>(row + col[0]));
-        b[0] = t.x;
-        b[1] = t.y;
-#else
-        b[0] = __ldg(row + col[0]);
-#endif
-    } else {
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) b[v] = __ldg(row + col[v]);
-    }
-}
+#include "small_m_rows.cuh" // load_b, SMALL_M_COLUMNS_AND_ROWS, SMALL_M_UNROLLED_STEP
+#include "split_fixup.cuh"  // split_count_in_last_by
 
 // This thread's partial sums acc[r][v] = sum over its k in [k_begin, k_end) of
 // A[m0 + r][k] * B[k][column v], k increasing.
@@ -127,34 +103,13 @@ static __device__ __forceinline__ void accumulate(int M, int N, int K, const flo
                                                   int tx, int ty, int k_begin, int k_end,
                                                   float (&acc)[MT][VEC])
 {
-    int col[VEC];
-#pragma unroll
-    for (int v = 0; v < VEC; ++v) {
-        // VECOK: n0 + tx * VEC is a multiple of VEC, and so is N, so a vector that starts
-        // inside N ends inside it; one that starts past N is moved to the last vector of the
-        // row (N >= VEC), read for nothing.
-        col[v] = VECOK ? min(n0 + tx * VEC, N - VEC) + v : min(n0 + v * BX + tx, N - 1);
-    }
-    const float* arow[MT];
-#pragma unroll
-    for (int r = 0; r < MT; ++r) arow[r] = A + (size_t)min(m0 + r, M - 1) * K;
+    SMALL_M_COLUMNS_AND_ROWS
 
     int k = k_begin + ty;
     // The UNROLL rows k, k + KS, ... all lie in the chunk. (As `k < k_end - KS * (UNROLL - 1)`
     // ptxas took up to 30% more registers, and spilled.)
     for (; k + KS * (UNROLL - 1) < k_end; k += KS * UNROLL) {
-        float b[UNROLL][VEC];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) load_b<VECOK>(B + (size_t)(k + KS * u) * N, col, b[u]);
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-            for (int r = 0; r < MT; ++r) {
-                const float a = __ldg(arow[r] + k + KS * u);
-#pragma unroll
-                for (int v = 0; v < VEC; ++v) acc[r][v] = fmaf(a, b[u][v], acc[r][v]);
-            }
-        }
+        SMALL_M_UNROLLED_STEP
     }
 #if UNROLL > 1
     // Fewer than UNROLL rows left for this thread: one step, each row predicated, so their
@@ -194,15 +149,7 @@ static __device__ __forceinline__ void accumulate(int M, int N, int K, const flo
 // again before it reads the others' partials.
 static __device__ __forceinline__ bool count_in_last(unsigned* counter, int splits)
 {
-    const bool lead = threadIdx.x == 0 && threadIdx.y == 0;
-    __threadfence();
-    __syncthreads();
-    unsigned seen = 0;
-    if (lead) seen = atomicAdd(counter, 1u);
-    // Every thread learns the answer (the barrier is unconditional).
-    const int last = __syncthreads_or(lead && seen == (unsigned)(splits - 1));
-    if (last) __threadfence();
-    return last != 0;
+    return split_count_in_last_by(counter, splits, threadIdx.x == 0 && threadIdx.y == 0);
 }
 
 // Called by the last block of a tile after its reduction: every chunk of this tile has counted

@@ -47,81 +47,11 @@
 // C is written with float4 stores when N % 4 == 0 and C is 16-byte aligned, element by element
 // with bounds checks otherwise; split-K adds with atomics (16-byte red on sm_90 when aligned).
 
-#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WM) || !defined(WN) ||          \
-    !defined(WNITER) || !defined(TM) || !defined(TN) || !defined(STAGES)
-#error "BM, BN, BK, WM, WN, WNITER, TM, TN and STAGES must be defined"
-#endif
-#ifndef PAD
-#define PAD 4
-#endif
-#ifndef GROUP_M
-#define GROUP_M 1
-#endif
+#include "cp_async.cuh"
+#include "warptile_mainloop.cuh" // the warp tile's geometry (THREADS, FRAG_M, ...)
+#include "warptile_copies.cuh"   // the shared tiles (AS_LD, ...) and their copies
 #ifndef SPLIT_K
 #define SPLIT_K 1
-#endif
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1
-#endif
-
-#define WARPS_N (BN / WN)
-#define THREADS ((BM / WM) * WARPS_N * 32)
-#define WMITER ((WM * WN) / (32 * TM * TN * WNITER))
-#define WSUBM (WM / WMITER)
-#define WSUBN (WN / WNITER)
-#define TCOLS (WSUBN / TN)
-#define FRAG_M (WMITER * TM)
-#define FRAG_N (WNITER * TN)
-
-#define AS_LD (BM + PAD)
-#define AS_STAGE (BK * AS_LD)
-#define BS_STAGE (BK * BN)
-// B: 16-byte chunks per thread and tile, and the K rows one round of chunks covers.
-#define B_PER (BK * BN / 4 / THREADS)
-#define B_KSTEP (THREADS / (BN / 4))
-
-#if (BM % WM) != 0 || (BN % WN) != 0 || (TM % 4) != 0 || (TN % 4) != 0 || (BK % 8) != 0
-#error "need BM % WM == 0, BN % WN == 0, TM and TN multiples of 4, BK a multiple of 8"
-#endif
-#if WMITER < 1 || (WM % WMITER) != 0 || (WN % WNITER) != 0 || (WSUBN % TN) != 0 ||           \
-    (WSUBM % TM) != 0 || (WSUBM / TM) * (WSUBN / TN) != 32
-#error "the warp tile does not split into 32 threads of TM x TN pieces"
-#endif
-#if (BM * BK) % THREADS != 0 || (BK * BN / 4) % THREADS != 0 || THREADS % (BN / 4) != 0 ||    \
-    (PAD % 4) != 0 || STAGES < 2
-#error "tile loads do not divide evenly among the threads, or PAD / STAGES is invalid"
-#endif
-#if PAD != 0 && ((THREADS / 8) > BM || BM % (THREADS / 8) != 0)
-#error "with PAD != 0 the A loader needs THREADS / 8 to divide BM"
-#endif
-#if PAD == 0 && (THREADS > BM * BK || (THREADS >= BM && THREADS % BM != 0) ||                \
-                 (THREADS < BM && BM % THREADS != 0))
-#error "with PAD == 0 the A loader needs THREADS and BM to divide one another"
-#endif
-
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define WT_ASYNC 1
-#else
-#define WT_ASYNC 0
-#endif
-
-#if WT_ASYNC
-__device__ __forceinline__ void wt_cp4(unsigned dst, const float* src, bool ok)
-{
-    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(ok ? 4 : 0));
-}
-__device__ __forceinline__ void wt_cp16(unsigned dst, const float* src, bool ok)
-{
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-                 "r"(ok ? 16 : 0));
-}
-__device__ __forceinline__ void wt_commit() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int N_>
-__device__ __forceinline__ void wt_wait()
-{
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N_) : "memory");
-}
 #endif
 
 // Adds v into C[row][col..col+3] (split-K), 16 bytes at once on sm_90 when allowed.
@@ -141,6 +71,14 @@ __device__ __forceinline__ void wt_add4(float* p, float4 v, bool vec, int valid)
     if (valid > 3) atomicAdd(p + 3, v.w);
 }
 
+// How the epilogue writes four columns: added with atomics (split-K: C was zeroed), or stored.
+#if SPLIT_K > 1
+#define WT_STORE4(crow, col, v)                                                                  \
+    if (col < N) wt_add4(crow + col, v, c_vec, N - col);
+#else
+#define WT_STORE4 WARPTILE_STORE4
+#endif
+
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
             float* __restrict__ C)
@@ -150,23 +88,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     float* const Bs = wt_smem + STAGES * AS_STAGE; // [STAGES][BK][BN]
 
     // ---- which tile of C, which chunk of K ----
-    const int tiles_n = (N + BN - 1) / BN;
-    const int pid = blockIdx.x;
-#if GROUP_M > 1
-    const int tiles_m = (M + BM - 1) / BM;
-    const int width = GROUP_M * tiles_n;
-    const int group = pid / width;
-    const int first_m = group * GROUP_M;
-    const int gsize = min(tiles_m - first_m, GROUP_M);
-    const int in_group = pid - group * width;
-    const int tile_m = first_m + in_group % gsize;
-    const int tile_n = in_group / gsize;
-#else
-    const int tile_m = pid / tiles_n;
-    const int tile_n = pid - tile_m * tiles_n;
-#endif
-    const int bm = tile_m * BM;
-    const int bn = tile_n * BN;
+    WARPTILE_TILE_OF_BLOCK
 #if SPLIT_K > 1
     const int chunk = ((K + SPLIT_K - 1) / SPLIT_K + BK - 1) / BK * BK;
     const int k_begin = blockIdx.z * chunk;
@@ -181,288 +103,21 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     const int tid = threadIdx.x;
     const bool b_vec = (N & 3) == 0 && (reinterpret_cast<unsigned long long>(B) & 15) == 0;
 
-    // ---- A loader: element (m, k) of a tile goes to As[k][m] ----
-#if PAD != 0
-    // A warp covers 8 consecutive k of 4 rows; round r adds r * THREADS/8 rows.
-#define A_KIN (tid & 7)
-#define A_M0 (tid >> 3)
-#define A_ROWSTEP (THREADS / 8)
-#define A_NROWS (BM / A_ROWSTEP)
-#define A_NKG (BK / 8)
-#define A_KSTEP 8
-#else
-    // m fastest: a warp covers 32 rows of one k.
-#if THREADS >= BM
-#define A_KIN (tid / BM)
-#define A_M0 (tid % BM)
-#define A_ROWSTEP BM
-#define A_NROWS 1
-#define A_NKG (BK * BM / THREADS)
-#define A_KSTEP (THREADS / BM)
-#else
-#define A_KIN 0
-#define A_M0 tid
-#define A_ROWSTEP THREADS
-#define A_NROWS (BM / THREADS)
-#define A_NKG BK
-#define A_KSTEP 1
-#endif
-#endif
-    const int a_kin = A_KIN;
-    const int a_m0 = A_M0;
-    // Row pointers are clamped into the matrix; rows past M are zero-filled, never read.
-    const float* a_row[A_NROWS];
-#pragma unroll
-    for (int r = 0; r < A_NROWS; ++r)
-        a_row[r] = A + (long long)min(bm + a_m0 + r * A_ROWSTEP, M - 1) * K + k_begin + a_kin;
-
-    // ---- B loader: chunk (k, 4 columns) of a tile goes to Bs[k][n..n+3] ----
-    const int b_c4 = tid % (BN / 4);
-    const int b_k0 = tid / (BN / 4);
-    const int b_col = bn + b_c4 * 4;
-    const float* const b_base = B + (long long)(k_begin + b_k0) * N + min(b_col, N - 1);
-#if WT_ASYNC
+    WARPTILE_COPY_GEOMETRY
+#if CP_ASYNC
     // Block-uniform: every copy of a tile lies inside the matrix and B's rows are 16-byte
     // aligned, so the copies need no checks (for K tiles that also lie inside the K chunk).
     const bool interior = bm + BM <= M && bn + BN <= N && b_vec;
-    const unsigned as_sh = static_cast<unsigned>(__cvta_generic_to_shared(As)) +
-                           4u * (unsigned)(a_kin * AS_LD + a_m0);
-    const unsigned bs_sh = static_cast<unsigned>(__cvta_generic_to_shared(Bs)) +
-                           4u * (unsigned)(b_k0 * BN + b_c4 * 4);
-    // Issues the copies of K tile `kt` into stage `st`.
-    auto issue = [&](int kt, int st) {
-        const int k0 = k_begin + kt * BK;
-        const unsigned as_dst = as_sh + 4u * (unsigned)(st * AS_STAGE);
-        const unsigned bs_dst = bs_sh + 4u * (unsigned)(st * BS_STAGE);
-        const long long b_off = (long long)kt * BK * N;
-        if (interior && k0 + BK <= k_end) {
-#pragma unroll
-            for (int r = 0; r < A_NROWS; ++r)
-#pragma unroll
-                for (int g = 0; g < A_NKG; ++g)
-                    wt_cp4(as_dst + 4u * (g * A_KSTEP * AS_LD + r * A_ROWSTEP),
-                           a_row[r] + kt * BK + g * A_KSTEP, true);
-#pragma unroll
-            for (int l = 0; l < B_PER; ++l)
-                wt_cp16(bs_dst + 4u * (l * B_KSTEP * BN),
-                        b_base + b_off + (long long)(l * B_KSTEP) * N, true);
-            return;
-        }
-        // Edge tile: every copy checked; out-of-range elements are zero-filled (their source
-        // address is the matrix's first element, never read).
-#pragma unroll
-        for (int r = 0; r < A_NROWS; ++r) {
-            const bool row_ok = bm + a_m0 + r * A_ROWSTEP < M;
-#pragma unroll
-            for (int g = 0; g < A_NKG; ++g) {
-                const int kk = k0 + a_kin + g * A_KSTEP;
-                const bool ok = row_ok & (kk < k_end);
-                wt_cp4(as_dst + 4u * (g * A_KSTEP * AS_LD + r * A_ROWSTEP),
-                       ok ? a_row[r] + kt * BK + g * A_KSTEP : A, ok);
-            }
-        }
-#pragma unroll
-        for (int l = 0; l < B_PER; ++l) {
-            const int kk = b_k0 + l * B_KSTEP;
-            const bool row_ok = k0 + kk < k_end;
-            const float* const p = b_base + b_off + (long long)(l * B_KSTEP) * N;
-            if (b_vec) {
-                const bool ok = row_ok & (b_col < N);
-                wt_cp16(bs_dst + 4u * (l * B_KSTEP * BN), ok ? p : B, ok);
-            } else {
-#pragma unroll
-                for (int q = 0; q < 4; ++q) {
-                    const bool ok = row_ok & (b_col + q < N);
-                    wt_cp4(bs_dst + 4u * (l * B_KSTEP * BN + q), ok ? p + q : B, ok);
-                }
-            }
-        }
-    };
-#else
-    // Register-staged copies for archs without cp.async.
-    float a_reg[A_NROWS * A_NKG];
-    float4 b_reg[B_PER];
-    auto fetch = [&](int kt) {
-        const int k0 = k_begin + kt * BK;
-        const long long b_off = (long long)kt * BK * N;
-#pragma unroll
-        for (int r = 0; r < A_NROWS; ++r) {
-            const bool row_ok = bm + a_m0 + r * A_ROWSTEP < M;
-#pragma unroll
-            for (int g = 0; g < A_NKG; ++g) {
-                const bool ok = row_ok & (k0 + a_kin + g * A_KSTEP < k_end);
-                a_reg[r * A_NKG + g] = ok ? __ldg(a_row[r] + kt * BK + g * A_KSTEP) : 0.0f;
-            }
-        }
-#pragma unroll
-        for (int l = 0; l < B_PER; ++l) {
-            const bool row_ok = k0 + b_k0 + l * B_KSTEP < k_end;
-            const float* p = b_base + b_off + (long long)(l * B_KSTEP) * N;
-            if (b_vec) {
-                b_reg[l] = (row_ok & (b_col < N)) ? __ldg(reinterpret_cast<const float4*>(p))
-                                                  : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            } else {
-                b_reg[l].x = (row_ok & (b_col + 0 < N)) ? __ldg(p + 0) : 0.0f;
-                b_reg[l].y = (row_ok & (b_col + 1 < N)) ? __ldg(p + 1) : 0.0f;
-                b_reg[l].z = (row_ok & (b_col + 2 < N)) ? __ldg(p + 2) : 0.0f;
-                b_reg[l].w = (row_ok & (b_col + 3 < N)) ? __ldg(p + 3) : 0.0f;
-            }
-        }
-    };
-    auto store = [&](int st) {
-        float* const as = As + st * AS_STAGE + a_kin * AS_LD + a_m0;
-#pragma unroll
-        for (int r = 0; r < A_NROWS; ++r)
-#pragma unroll
-            for (int g = 0; g < A_NKG; ++g)
-                as[g * A_KSTEP * AS_LD + r * A_ROWSTEP] = a_reg[r * A_NKG + g];
-        float* const bs = Bs + st * BS_STAGE + b_k0 * BN + b_c4 * 4;
-#pragma unroll
-        for (int l = 0; l < B_PER; ++l)
-            *reinterpret_cast<float4*>(bs + l * B_KSTEP * BN) = b_reg[l];
-    };
 #endif
+    WARPTILE_COPIES(WARPTILE_B_ISSUE_ALIGNED)
 
     // ---- this thread's place in the warp tile ----
-    const int warp = tid >> 5;
-    const int lane = tid & 31;
-    const int warp_m = warp / WARPS_N;
-    const int warp_n = warp - warp_m * WARPS_N;
-    const int t_row = lane / TCOLS;
-    const int t_col = lane - t_row * TCOLS;
-    const int a_off = warp_m * WM + t_row * TM; // column of As a thread reads from
-    const int b_off = warp_n * WN + t_col * TN; // column of Bs a thread reads from
+    WARPTILE_THREAD_PLACE
 
     float acc[FRAG_M][FRAG_N];
-#pragma unroll
-    for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-        for (int j = 0; j < FRAG_N; ++j) acc[i][j] = 0.0f;
-
-    float fa[2][FRAG_M];
-    float fb[2][FRAG_N];
-    // Shared -> registers: the fragments of k row `k` of the stage at as / bs.
-#define WT_LOAD_FRAG(buf, as, bs, k)                                                             \
-    {                                                                                            \
-        _Pragma("unroll") for (int i = 0; i < WMITER; ++i)                                       \
-        _Pragma("unroll") for (int q = 0; q < TM; q += 4)                                        \
-        {                                                                                        \
-            const float4 v = *reinterpret_cast<const float4*>(                                   \
-                (as) + (k) * AS_LD + a_off + i * WSUBM + q);                                     \
-            fa[buf][i * TM + q + 0] = v.x;                                                       \
-            fa[buf][i * TM + q + 1] = v.y;                                                       \
-            fa[buf][i * TM + q + 2] = v.z;                                                       \
-            fa[buf][i * TM + q + 3] = v.w;                                                       \
-        }                                                                                        \
-        _Pragma("unroll") for (int j = 0; j < WNITER; ++j)                                       \
-        _Pragma("unroll") for (int q = 0; q < TN; q += 4)                                        \
-        {                                                                                        \
-            const float4 v = *reinterpret_cast<const float4*>(                                   \
-                (bs) + (k) * BN + b_off + j * WSUBN + q);                                        \
-            fb[buf][j * TN + q + 0] = v.x;                                                       \
-            fb[buf][j * TN + q + 1] = v.y;                                                       \
-            fb[buf][j * TN + q + 2] = v.z;                                                       \
-            fb[buf][j * TN + q + 3] = v.w;                                                       \
-        }                                                                                        \
-    }
-
-    // ---- prologue: STAGES-1 tiles in flight ----
-#pragma unroll
-    for (int s = 0; s < STAGES - 1; ++s) {
-#if WT_ASYNC
-        if (s < num_tiles) issue(s, s);
-        wt_commit();
-#else
-        if (s < num_tiles) {
-            fetch(s);
-            store(s);
-        }
-#endif
-    }
-#if WT_ASYNC
-    wt_wait<STAGES - 2>();
-#endif
-    __syncthreads();
-
-    int rs = 0;          // stage being read
-    int ws = STAGES - 1; // stage being filled
-    const float* as = As;
-    const float* bs = Bs;
-    WT_LOAD_FRAG(0, as, bs, 0);
-
-    for (int kt = 0; kt < num_tiles; ++kt) {
-#pragma unroll
-        for (int k = 0; k < BK; ++k) {
-            if (k == BK - 1) {
-                // Tile kt+1 must be resident before its first fragments are read.
-#if !WT_ASYNC
-                if (kt + STAGES - 1 < num_tiles) store(ws);
-#else
-                wt_wait<STAGES - 2>();
-#endif
-                __syncthreads();
-                ws = (ws + 1 == STAGES) ? 0 : ws + 1;
-                rs = (rs + 1 == STAGES) ? 0 : rs + 1;
-                as = As + rs * AS_STAGE;
-                bs = Bs + rs * BS_STAGE;
-                WT_LOAD_FRAG((k + 1) & 1, as, bs, 0);
-            } else {
-                WT_LOAD_FRAG((k + 1) & 1, as, bs, k + 1);
-            }
-            if (k == 0) {
-                // The stage written now was last read in tile kt-1, before the barrier above.
-#if WT_ASYNC
-                if (kt + STAGES - 1 < num_tiles) issue(kt + STAGES - 1, ws);
-                wt_commit();
-#else
-                if (kt + STAGES - 1 < num_tiles) fetch(kt + STAGES - 1);
-#endif
-            }
-#pragma unroll
-            for (int i = 0; i < FRAG_M; ++i)
-#pragma unroll
-                for (int j = 0; j < FRAG_N; ++j)
-                    acc[i][j] = fmaf(fa[k & 1][i], fb[k & 1][j], acc[i][j]);
-        }
-    }
-#if WT_ASYNC
-    wt_wait<0>();
-#endif
+    WARPTILE_ZERO_ACC(acc)
+    WARPTILE_MAINLOOP(acc)
 
     // ---- epilogue ----
-    const bool c_vec = (N & 3) == 0 && (reinterpret_cast<unsigned long long>(C) & 15) == 0;
-#pragma unroll
-    for (int i = 0; i < WMITER; ++i) {
-#pragma unroll
-        for (int p = 0; p < TM; ++p) {
-            const int row = bm + a_off + i * WSUBM + p;
-            if (row < M) {
-                float* const crow = C + (long long)row * N;
-#pragma unroll
-                for (int j = 0; j < WNITER; ++j) {
-#pragma unroll
-                    for (int q = 0; q < TN; q += 4) {
-                        const int col = bn + b_off + j * WSUBN + q;
-                        const float4 v =
-                            make_float4(acc[i * TM + p][j * TN + q + 0],
-                                        acc[i * TM + p][j * TN + q + 1],
-                                        acc[i * TM + p][j * TN + q + 2],
-                                        acc[i * TM + p][j * TN + q + 3]);
-#if SPLIT_K > 1
-                        if (col < N) wt_add4(crow + col, v, c_vec, N - col);
-#else
-                        if (c_vec && col < N) {
-                            *reinterpret_cast<float4*>(crow + col) = v;
-                        } else {
-                            if (col + 0 < N) crow[col + 0] = v.x;
-                            if (col + 1 < N) crow[col + 1] = v.y;
-                            if (col + 2 < N) crow[col + 2] = v.z;
-                            if (col + 3 < N) crow[col + 3] = v.w;
-                        }
-#endif
-                    }
-                }
-            }
-        }
-    }
+    WARPTILE_EPILOGUE(acc, WT_STORE4)
 }

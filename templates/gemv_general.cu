@@ -82,14 +82,7 @@
 #define THREADS (32 * WARPS)
 
 #include "gemv_common.cuh"  // dot4, warp_sum, aligned16
-
-// y = alpha * s + beta * y, y not read when beta == 0.
-static __device__ __forceinline__ void store_y(float* yp, float s, float alpha, float beta)
-{
-    float v = alpha * s;
-    if (beta != 0.0f) v = fmaf(beta, *yp, v);
-    *yp = v;
-}
+#include "split_fixup.cuh"  // split_count_in_last_by
 
 #if TRANS_A == 0
 // ---------------------------------------------------------------------------------------
@@ -205,7 +198,7 @@ KERNEL_NAME(int M, int K, const float* __restrict__ A, const float* __restrict__
         if (live) s = g_dot<TPR, VEC, UNROLL>(Ab + (long long)row * lda, xb, K, l);
 #if TPR <= 32
         s = warp_sum<TPR>(s);
-        if (l == 0 && live) store_y(y + (long long)b * strideY + row, s, alpha, beta);
+        if (l == 0 && live) store_scaled(y + (long long)b * strideY + row, s, alpha, beta);
 #else
         s = warp_sum<32>(s);
         if ((tid & 31) == 0) red[tid >> 5] = s;
@@ -215,7 +208,7 @@ KERNEL_NAME(int M, int K, const float* __restrict__ A, const float* __restrict__
             float t = red[w0];
 #pragma unroll
             for (int w = 1; w < TPR / 32; ++w) t += red[w0 + w];
-            store_y(y + (long long)b * strideY + row, t, alpha, beta);
+            store_scaled(y + (long long)b * strideY + row, t, alpha, beta);
         }
         __syncthreads();  // red is rewritten by the next batch
 #endif
@@ -309,14 +302,7 @@ static __device__ __forceinline__ void t_accum(const float* __restrict__ Ab,
 // whether it was the last of `splits` to do so (as in gemm_small_m_splitk.cu).
 static __device__ __forceinline__ bool count_in_last(unsigned* counter, int splits)
 {
-    const bool lead = threadIdx.x == 0;
-    __threadfence();
-    __syncthreads();
-    unsigned seen = 0;
-    if (lead) seen = atomicAdd(counter, 1u);
-    const int last = __syncthreads_or(lead && seen == (unsigned)(splits - 1));
-    if (last) __threadfence();
-    return last != 0;
+    return split_count_in_last_by(counter, splits, threadIdx.x == 0);
 }
 #endif
 
@@ -444,7 +430,7 @@ KERNEL_NAME(int M, int K, const float* __restrict__ A, const float* __restrict__
                             }
                         }
                         const int n = n0 + slot[i];
-                        if (n < K) store_y(yb + n, s, alpha, beta);
+                        if (n < K) store_scaled(yb + n, s, alpha, beta);
                     }
                 }
 #undef ZB
@@ -457,7 +443,7 @@ KERNEL_NAME(int M, int K, const float* __restrict__ A, const float* __restrict__
 #pragma unroll
             for (int i = 0; i < OWN; ++i) {
                 const int n = n0 + slot[i];
-                if (slot[i] < COLS && n < K) store_y(yb + n, val[i], alpha, beta);
+                if (slot[i] < COLS && n < K) store_scaled(yb + n, val[i], alpha, beta);
             }
         }
 #if RY > 1

@@ -1,5 +1,6 @@
 // Small device helpers of the SGEMV templates: a float4 dot-product step, shuffle sums over
-// a warp or a sub-warp, and a 16-byte alignment test.
+// a warp or a sub-warp, a 16-byte alignment test, and the alpha / beta store of the full
+// interface.
 // Expects no parameter macros.
 // Like every include, this text is inlined into each instantiated source (and exported header):
 // an exported header wraps it in the kernel's own namespace, so the copies of two headers in
@@ -31,4 +32,12 @@ static __device__ __forceinline__ float warp_sum(float v)
 static __device__ __forceinline__ bool aligned16(const float* p)
 {
     return (((unsigned long long)p) & 15ull) == 0;
+}
+
+// *p = alpha * s + beta * *p; *p is not read when beta == 0 (it may hold NaN), as with cuBLAS.
+static __device__ __forceinline__ void store_scaled(float* p, float s, float alpha, float beta)
+{
+    float v = alpha * s;
+    if (beta != 0.0f) v = fmaf(beta, *p, v);
+    *p = v;
 }

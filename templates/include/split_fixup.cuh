@@ -13,16 +13,37 @@
 // that share a workspace must be stream-ordered).
 
 // Counts this block in on `counter`; whether it was the last of `splits` blocks to do so (the
-// same answer on every thread). Every thread of the block must call it (it has barriers).
-static __device__ __forceinline__ bool split_count_in_last(unsigned* counter, int splits)
+// same answer on every thread). `lead` is true on exactly one thread of the block, the one that
+// counts. Every thread of the block must call it (it has barriers).
+static __device__ __forceinline__ bool split_count_in_last_by(unsigned* counter, int splits,
+                                                              bool lead)
 {
-    const bool lead = threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0;
     __threadfence();
     __syncthreads();
     unsigned seen = 0;
     if (lead) seen = atomicAdd(counter, 1u);
-    // The barrier is unconditional; it also orders thread 0's atomic before the reads after.
+    // The barrier is unconditional; it also orders the lead's atomic before the reads after.
     const int last = __syncthreads_or(lead && seen == (unsigned)(splits - 1));
     if (last) __threadfence();
     return last != 0;
 }
+
+// split_count_in_last_by with thread (0, 0, 0) counting.
+static __device__ __forceinline__ bool split_count_in_last(unsigned* counter, int splits)
+{
+    return split_count_in_last_by(counter, splits,
+                                  threadIdx.x == 0 && threadIdx.y == 0 && threadIdx.z == 0);
+}
+
+// The same hand-over written out for a kernel whose lead thread is `tid == 0` (one-dimensional
+// blocks): declares `last`, non-zero on every thread of the block that counted last (it saw
+// `expected` = splits - 1 on `counter`). The caller leaves when !last and fences again before
+// it reads the partials.
+#define SPLIT_COUNT_IN(last, counter, expected)                                                  \
+    __threadfence();                                                                             \
+    __syncthreads();                                                                             \
+    unsigned seen = 0;                                                                           \
+    if (tid == 0) seen = atomicAdd(counter, 1u);                                                 \
+    /* Every thread learns whether this block counted last (the barrier is unconditional; it */  \
+    /* also orders thread 0's atomic before everyone's reads after it). */                       \
+    const int last = __syncthreads_or(tid == 0 && seen == (unsigned)(expected));

@@ -1,0 +1,14 @@
+// The layout parameters of the full-interface GEMM templates: the tuner #defines TRANS_A and
+// TRANS_B (0 or 1) from the problem's layout; without them a template compiles the NN form.
+//   TRANS_A  0: op(A)(m, k) = A[m*lda + k] (A stored M x K); 1: A[k*lda + m] (stored K x M)
+//   TRANS_B  0: op(B)(k, n) = B[k*ldb + n] (B stored K x N); 1: B[n*ldb + k] (stored N x K)
+
+#ifndef TRANS_A
+#define TRANS_A 0
+#endif
+#ifndef TRANS_B
+#define TRANS_B 0
+#endif
+#if (TRANS_A != 0 && TRANS_A != 1) || (TRANS_B != 0 && TRANS_B != 1)
+#error "TRANS_A and TRANS_B must be 0 or 1"
+#endif
