@@ -8,7 +8,7 @@
 
 use crate::family::catalog::{Catalog, Family};
 use crate::family::space::{Config, Limits, SpaceError};
-use crate::problem::{Op, Shape};
+use crate::problem::{Form, Op, Shape};
 use crate::search::Rng;
 
 /// How big a sweep is: `quick` for everyday runs, `full` for release checks.
@@ -206,7 +206,9 @@ impl Plan {
 /// Plans a sweep of `op` over every family of `catalog`: `random_configs` random configs per
 /// family besides its space ends, `problems` random problems, on each `per_family` configs of
 /// each family that its space allows there and one more that it does not (or, where it allows
-/// fewer, more of those): at most `per_family + 1`. The same `seed` plans the same sweep.
+/// fewer, more of those): at most `per_family + 1`; the one more is a config the space offers on
+/// the problem's form elsewhere (a config offered only on another form never runs on this one).
+/// The same `seed` plans the same sweep.
 pub fn plan(
     catalog: &Catalog,
     op: Op,
@@ -226,6 +228,22 @@ pub fn plan(
         });
     }
     let mut used: Vec<Vec<usize>> = plans.iter().map(|p| vec![0; p.configs.len()]).collect();
+    // Per family and config, the forms of the reference shapes where the space offers it: a
+    // config offered on none of a form (a form-only constraint, which the template may enforce
+    // with #error) is never launched on that form, by a product or by the sweep.
+    let mut offered_forms: Vec<Vec<Vec<Form>>> = Vec::new();
+    for (f, p) in families.iter().zip(&plans) {
+        let mut per = vec![Vec::new(); p.configs.len()];
+        for r in reference_shapes(op) {
+            let valid = f.space.prune(r, limits)?.valid;
+            for (ci, c) in p.configs.iter().enumerate() {
+                if valid.contains(c) && !per[ci].contains(&r.form) {
+                    per[ci].push(r.form);
+                }
+            }
+        }
+        offered_forms.push(per);
+    }
     let mut out = Vec::with_capacity(problems);
     for _ in 0..problems {
         let shape = draw_shape(op, &mut rng);
@@ -240,7 +258,9 @@ pub fn plan(
             for (ci, c) in p.configs.iter().enumerate() {
                 if f.space.reject_reason(c, shape, limits)?.is_none() {
                     allowed.push(ci);
-                } else if f.space.launch(c, shape, limits).is_ok() {
+                } else if offered_forms[fi][ci].contains(&shape.form)
+                    && f.space.launch(c, shape, limits).is_ok()
+                {
                     launchable.push(ci);
                 }
             }
@@ -340,8 +360,23 @@ mod tests {
                     assert!(f.configs.contains(&e), "{}", f.family);
                 }
             }
-            for (f, c) in p.families.iter().zip(&counts) {
-                assert!(c.iter().all(|&n| n > 0), "{}: {c:?}", f.family);
+            // Every config runs, but those offered only beyond the plain form the sweep draws
+            // (the layer-call family on NT), which run on no plain problem.
+            let plain: Vec<Shape> = reference_shapes(op)
+                .into_iter()
+                .filter(|s| s.form.is_plain())
+                .collect();
+            for ((f, c), fam) in p.families.iter().zip(&counts).zip(catalog.for_op(op)) {
+                for (config, &n) in f.configs.iter().zip(c) {
+                    let on_plain = plain.iter().any(|&s| {
+                        fam.space
+                            .prune(s, &limits())
+                            .unwrap()
+                            .valid
+                            .contains(config)
+                    });
+                    assert_eq!(n > 0, on_plain, "{}: {config:?} ran {n} times", f.family);
+                }
             }
             assert_eq!(p.problems.len(), 200);
             assert!(p.runs() >= 200 * p.families.len(), "{}", p.runs());
