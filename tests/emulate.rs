@@ -429,8 +429,8 @@ fn the_emulator_catches_injected_faults() {
         ),
         mutant(
             "gemm_general",
-            "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep);",
-            "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep + 4);",
+            "cp_async16(o##s_dst + 4u * (l * X##_KSTEP * X##S_LD), p##o + l * o##_kstep);",
+            "cp_async16(o##s_dst + 4u * (l * X##_KSTEP * X##S_LD), p##o + l * o##_kstep + 4);",
             // Interior tiles (the unchecked copies) for tiles up to 256 x 256.
             s(520, 264, 152).with_form(full(Layout::Tn, true, true, 2)),
         ),
@@ -465,8 +465,8 @@ fn misaligned_vector_accesses_are_caught() {
     all_caught(&[
         mutant(
             "gemm_general",
-            "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep);",
-            "gg_cp16(as_dst + 4u * (l * A_KSTEP * AS_LD), pa + l * a_kstep + 1);",
+            "cp_async16(o##s_dst + 4u * (l * X##_KSTEP * X##S_LD), p##o + l * o##_kstep);",
+            "cp_async16(o##s_dst + 4u * (l * X##_KSTEP * X##S_LD), p##o + l * o##_kstep + 1);",
             s(520, 264, 152).with_form(full(Layout::Tn, true, true, 2)),
         )
         .by(Catch::Check("misaligned cp.async: a 16-byte copy from")),
@@ -552,8 +552,8 @@ fn blocks_run_in_a_shuffled_order() {
     let catalog = Catalog::builtin().unwrap();
     let m = mutant(
         "gemm_warptile_splitk_det",
-        "const int last = __syncthreads_or(tid == 0 && seen == (unsigned)(splits - 1));",
-        "const int last = split == splits - 1;",
+        "SPLIT_COUNT_IN(last, counters + tile, splits - 1)",
+        "__threadfence(); __syncthreads(); const int last = split == splits - 1;",
         s(130, 7, 1001),
     );
     let (config, mutated) = m.plant(&catalog, Emulation::new(900)).unwrap();

@@ -499,7 +499,12 @@ fn both_nvrtcs() -> (PathBuf, PathBuf, String) {
 /// A dry run of gemm_tiled on 64x64x64 for `arch` as JSON, with `env` set: the run and its
 /// report (`Null` when stdout is not one).
 fn small_dry_run(arch: &str, env: &[(&str, &str)]) -> (Run, Value) {
-    let args = [
+    small_dry_run_with(arch, &[], env)
+}
+
+/// [`small_dry_run`] with `extra` arguments.
+fn small_dry_run_with(arch: &str, extra: &[&str], env: &[(&str, &str)]) -> (Run, Value) {
+    let mut args = vec![
         "--shape",
         "64x64x64",
         "--family",
@@ -509,6 +514,7 @@ fn small_dry_run(arch: &str, env: &[(&str, &str)]) -> (Run, Value) {
         arch,
         "--json",
     ];
+    args.extend_from_slice(extra);
     let r = common::run_env(&args, env);
     let report = serde_json::from_str(&r.stdout).unwrap_or(Value::Null);
     (r, report)
@@ -579,20 +585,8 @@ fn a_second_dry_run_is_served_from_the_disk_cache() {
         ),
     ];
     let compiled_now = |extra: &[&str]| {
-        let mut args = vec![
-            "--shape",
-            "64x64x64",
-            "--family",
-            "gemm_tiled",
-            "--dry-run",
-            "--arch",
-            "sm_90",
-            "--json",
-        ];
-        args.extend_from_slice(extra);
-        let r = common::run_env(&args, &env);
+        let (r, report) = small_dry_run_with("sm_90", extra, &env);
         assert!(r.success(), "{}", r.context());
-        let report: Value = serde_json::from_str(&r.stdout).unwrap_or(Value::Null);
         assert_eq!(report["families"][0]["compiled"], 3, "{}", r.context());
         report["compiled_now"].as_u64().unwrap_or(u64::MAX)
     };
