@@ -83,12 +83,20 @@ pub fn run(args: &[&str]) -> Run {
 
 /// Runs `autotune args` in the crate root (where it exists: not on the GPU machine) with `env`
 /// added to its environment.
+///
+/// Unless `env` names `AUTOTUNE_CACHE_DIR`, the run gets a fresh, empty compile cache: what an
+/// earlier run (another test, or another CI run on the same machine) left in the user's cache
+/// must not change what a test sees.
 pub fn run_env(args: &[&str], env: &[(&str, &str)]) -> Run {
     let mut cmd = Command::new(bin());
     if root().is_dir() {
         cmd.current_dir(root());
     }
     cmd.args(args);
+    let fresh_cache = tempfile::tempdir().expect("a temporary directory for the compile cache");
+    if !env.iter().any(|(k, _)| *k == "AUTOTUNE_CACHE_DIR") {
+        cmd.env("AUTOTUNE_CACHE_DIR", fresh_cache.path());
+    }
     for (k, v) in env {
         cmd.env(k, v);
     }
