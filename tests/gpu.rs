@@ -205,8 +205,7 @@ fn full_interface_families_validate_every_form() {
 }
 
 /// The GEMV-shaped gemm families offer configs only on shapes with few rows (gemm_small_m and
-/// its split, gemm_small_m_splitk) or
-/// few columns (gemm_small_n), and only tiles that fit the shape; their templates are correct
+/// its splits, gemm_small_m_splitk and gemm_small_m_stream) or few columns (gemm_small_n), and only tiles that fit the shape; their templates are correct
 /// on every shape all the same (a runtime may launch a config on a shape nobody tuned). Here
 /// every config their spaces allow on some shape is validated on shapes the constraints skip:
 /// several row or column tiles, tiles far larger than the matrix, K shorter than one
@@ -215,7 +214,12 @@ fn full_interface_families_validate_every_form() {
 #[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn gemv_shaped_gemm_configs_are_correct_on_shapes_their_spaces_skip() {
     let dev = device();
-    let families = ["gemm_small_m", "gemm_small_m_splitk", "gemm_small_n"];
+    let families = [
+        "gemm_small_m",
+        "gemm_small_m_splitk",
+        "gemm_small_m_stream",
+        "gemm_small_n",
+    ];
     let (_tmp, cat) = without_shape_constraints(&families);
     let only: Vec<String> = families.iter().map(|s| s.to_string()).collect();
     validate_catalog(

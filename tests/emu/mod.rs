@@ -165,6 +165,23 @@ fn emulate_asm(body: &str) -> Result<String, String> {
     if ptx == "cp.async.wait_all" {
         return Ok("emu_cp_wait(0);".into());
     }
+    if let Some(rest) = ptx.strip_prefix("ld.global.nc.L1::no_allocate.L2::256B.") {
+        // The hinted loads of B (small_m_rows.cuh): a cached read, alignment checked.
+        let lanes = match rest.split_whitespace().next() {
+            Some("f32") => 1,
+            Some("v2.f32") => 2,
+            Some("v4.f32") => 4,
+            _ => return Err(format!("hinted load of an unknown type: {ptx}")),
+        };
+        let outs = (0..lanes)
+            .map(|i| op(i).map(|o| format!("&({o})")))
+            .collect::<Result<Vec<_>, _>>()?;
+        return Ok(format!(
+            "emu_ld_nc({}, {}, {lanes});",
+            op(lanes)?,
+            outs.join(", ")
+        ));
+    }
     if ptx.starts_with("red.global.add.v4.f32") {
         return Ok(format!(
             "emu_red_add_v4({}, {}, {}, {}, {});",

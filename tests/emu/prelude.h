@@ -144,6 +144,18 @@ void emu_cp_async(unsigned long long dst, const void* src, int bytes, int src_by
 void emu_cp_commit();
 void emu_cp_wait(int n);
 void emu_red_add_v4(float* p, float a, float b, float c, float d);
+// ld.global.nc with a cache hint: `lanes` floats from p (aligned to 4 * lanes bytes) into the
+// outputs (the unused ones null).
+void emu_ld_nc_n(const float* p, int lanes, float* a, float* b, float* c, float* d);
+inline void emu_ld_nc(const float* p, float* a, int lanes) { emu_ld_nc_n(p, lanes, a, 0, 0, 0); }
+inline void emu_ld_nc(const float* p, float* a, float* b, int lanes)
+{
+    emu_ld_nc_n(p, lanes, a, b, 0, 0);
+}
+inline void emu_ld_nc(const float* p, float* a, float* b, float* c, float* d, int lanes)
+{
+    emu_ld_nc_n(p, lanes, a, b, c, d);
+}
 
 // The kernel's arguments, for emu_call (written by the test for each kernel's signature).
 struct EmuArgs {

@@ -443,6 +443,14 @@ void emu_red_add_v4(float* p, float a, float b, float c, float d)
     atomicAdd(p + 3, d);
 }
 
+void emu_ld_nc_n(const float* p, int lanes, float* a, float* b, float* c, float* d)
+{
+    if (reinterpret_cast<uintptr_t>(p) % (4u * lanes) != 0)
+        emu_fail("misaligned ld.global.nc of %d floats at %p", lanes, static_cast<const void*>(p));
+    float* out[4] = {a, b, c, d};
+    for (int i = 0; i < lanes; ++i) *out[i] = p[i];
+}
+
 // ---- the launch ----
 // splitmix64: the seeded orders' random numbers.
 static uint64_t emu_random(uint64_t& s)

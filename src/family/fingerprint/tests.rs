@@ -339,11 +339,18 @@ fn no_committed_entry_is_stale() {
         }))
         .collect();
     assert!(stale.is_empty(), "stale: {stale:#?}");
-    // The texts did change: the identity is not the text's hash.
-    assert!(cat
-        .families()
-        .iter()
-        .all(|f| f.checksum != f.content_checksum));
+    // Texts did change since their entries were tuned (kernel code moved into headers with
+    // the same PTX): there the identity is not the text's hash. A family fingerprinted at
+    // its current text (a new one) has the two equal.
+    let moved = [
+        "gemm_general",
+        "gemm_small_m_splitk",
+        "gemm_warptile_splitk_det",
+    ];
+    for name in moved {
+        let f = cat.get(name).unwrap();
+        assert_ne!(f.checksum, f.content_checksum, "{name}");
+    }
 }
 
 #[test]
