@@ -667,7 +667,10 @@ fn run_sweep(dev: &Device, mode: sweep::Mode, target: Target, label: &str) {
         let compiled: HashMap<(usize, usize), _> = index
             .iter()
             .copied()
-            .zip(nvrtc::compile_all(&sources, target, &cache, &|_| {}))
+            .zip(
+                nvrtc::compile_all(&sources, target, nvrtc::Caches::memory(&cache), &|_| {})
+                    .results,
+            )
             .collect();
         compile_s += t.elapsed().as_secs_f64();
         configs += sources.len();

@@ -10,6 +10,7 @@ use autotune::cuda::device::DeviceError;
 use autotune::db::DbError;
 use autotune::report::gpus::CompareError;
 use autotune::suite::SuiteError;
+use autotune::tuning::cover::loo::LooError;
 use autotune::tuning::cross::CrossError;
 use autotune::tuning::journal::JournalError;
 use autotune::tuning::replay::SimulateError;
@@ -85,6 +86,10 @@ fn hint(e: &(dyn StdError + 'static)) -> Option<String> {
         device(e)
     } else if let Some(e) = e.downcast_ref::<CrossError>() {
         cross(e)
+    } else if let Some(LooError::NoCoverage { op, .. }) = e.downcast_ref::<LooError>() {
+        Some(format!(
+            "run `autotune cover --op {op}` (with --layout, --beta, --alpha, --padded, --batch for another form) on that GPU"
+        ))
     } else if let Some(e) = e.downcast_ref::<CompareError>() {
         compare(e)
     } else if let Some(e) = e.downcast_ref::<SimulateError>() {

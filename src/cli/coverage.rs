@@ -5,12 +5,10 @@ use anyhow::{bail, Context, Result};
 use autotune::cuda::cublas_lib;
 use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc::{self, DiskCache};
-use autotune::db::{Coverage, Database, GpuRecord};
+use autotune::db::Database;
 use autotune::family::catalog::Catalog;
 use autotune::problem::{Form, Op};
-use autotune::product::select::{Holdout, Selector};
 use autotune::tuning::cover::{self, CoverOptions, Grid};
-use autotune::tuning::workload::Summary;
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
@@ -101,7 +99,9 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         let db = Database::load_existing(&a.db)?;
         let query = a.gpu.as_deref().unwrap_or_default();
         let gpu = autotune::report::gpus::resolve_gpu(&db, &a.db.display().to_string(), query)?;
-        return print_loo(&db, &catalog, &gpu, op, &form_of(Form::PLAIN)?);
+        let loo = cover::loo::leave_one_out(&db, &catalog, &gpu, op, &form_of(Form::PLAIN)?)?;
+        print!("{}", loo.text());
+        return Ok(());
     }
     let grid = match &a.grid {
         Some(p) => {
@@ -170,18 +170,20 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     let cache = nvrtc::Cache::new();
     let start = std::time::Instant::now();
     let rec = dev.info.record(&nvrtc::nvrtc_version()?);
-    let progress = Checkpoints {
-        db: (!a.no_save).then_some(a.db.as_path()),
-        gpu: &rec,
-        last: std::sync::Mutex::new(start),
-    };
+    let note = |line: &str| eprintln!("{line}");
+    let progress = cover::Checkpoints::new((!a.no_save).then_some(a.db.as_path()), &rec, &note);
     let cov = match &base {
         Some(base) => cover::extend(&dev, &catalog, &cache, &grid, base, &opts, &progress)?,
         None => cover::cover(&dev, &catalog, &cache, &grid, &opts, &progress)?,
     };
     eprintln!("cover: measured in {:.1} s", start.elapsed().as_secs_f64());
-    let db = save(a, rec, cov)?;
-    print_loo(&db, &catalog, &dev.info.name, op, &grid.form)
+    let db = cover::save(&a.db, !a.no_save, rec, cov)?;
+    if !a.no_save {
+        eprintln!("cover: saved to {}", a.db.display());
+    }
+    let loo = cover::loo::leave_one_out(&db, &catalog, &dev.info.name, op, &grid.form)?;
+    print!("{}", loo.text());
+    Ok(())
 }
 
 /// `cover --dry-run`: the grid's shapes (pool shapes marked) and the families that compute
@@ -200,145 +202,6 @@ fn print_grid(catalog: &Catalog, op: Op, grid: &Grid, only: &[String]) -> Result
     for s in &shapes {
         let mark = if pool.contains(s) { " *" } else { "" };
         println!("  {}{mark}", s.label(op));
-    }
-    Ok(())
-}
-
-/// The database with the GPU's record and its new coverage: written to --db, or (--no-save)
-/// only in memory.
-fn save(a: &CoverArgs, rec: GpuRecord, cov: Coverage) -> Result<Database> {
-    if a.no_save {
-        let mut db = Database::load(&a.db)?;
-        db.upsert_gpu(rec);
-        db.upsert_coverage(cov);
-        return Ok(db);
-    }
-    let db = Database::update_file(&a.db, |db| {
-        db.upsert_gpu(rec);
-        db.upsert_coverage(cov);
-        Ok(())
-    })?;
-    eprintln!("cover: saved to {}", a.db.display());
-    Ok(db)
-}
-
-/// How often a coverage run saves the points measured so far.
-const CHECKPOINT_EVERY: std::time::Duration = std::time::Duration::from_secs(20);
-
-/// Prints a run's news, and saves its record to the database every [`CHECKPOINT_EVERY`], so
-/// a run cut short (a time limit, a lost machine) keeps what it measured: `cover --extend`
-/// with the same flags measures the rest.
-struct Checkpoints<'a> {
-    /// The database to save to (`None`: --no-save).
-    db: Option<&'a std::path::Path>,
-    gpu: &'a autotune::db::GpuRecord,
-    last: std::sync::Mutex<std::time::Instant>,
-}
-
-impl cover::CoverProgress for Checkpoints<'_> {
-    fn note(&self, line: &str) {
-        eprintln!("{line}");
-    }
-
-    fn checkpoint(&self, partial: &autotune::db::Coverage) {
-        let Some(db) = self.db else {
-            return;
-        };
-        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
-        if last.elapsed() < CHECKPOINT_EVERY {
-            return;
-        }
-        *last = std::time::Instant::now();
-        let saved = Database::update_file(db, |d| {
-            d.upsert_gpu(self.gpu.clone());
-            d.upsert_coverage(partial.clone());
-            Ok(())
-        });
-        match saved {
-            Ok(_) => eprintln!(
-                "cover: {} points saved to {} (a run cut short goes on with --extend)",
-                partial.points.len(),
-                db.display()
-            ),
-            // The run goes on; the final save reports the error if it persists.
-            Err(e) => eprintln!("cover: could not save the points so far: {e:#}"),
-        }
-    }
-}
-
-fn summary_line(what: &str, values: &[f64]) -> String {
-    match Summary::of(values) {
-        Some(s) => format!(
-            "{what}: geomean {:.3}, p10 {:.3}, median {:.3}, p90 {:.3}, min {:.3}, max {:.3}, {:.1}% >= 1",
-            s.geomean,
-            s.p10,
-            s.median,
-            s.p90,
-            s.min,
-            s.max,
-            100.0 * s.share_at_least_one
-        ),
-        None => format!("{what}: no values"),
-    }
-}
-
-/// Prints how well the coverage of `gpu` for problems of `form` predicts each of its own grid
-/// points from the others.
-fn print_loo(db: &Database, catalog: &Catalog, gpu: &str, op: Op, form: &Form) -> Result<()> {
-    let tags = form.tags(op);
-    let Some(cov) = db.coverage(gpu, op, form) else {
-        let have: Vec<String> = db.coverage.iter().map(|c| c.describe()).collect();
-        bail!(
-            "the database has no {op}{tags} coverage for '{gpu}' (it has: {}): run `autotune cover --op {op}` (with --layout, --beta, --alpha, --padded, --batch for another form) on that GPU",
-            if have.is_empty() { "none".to_string() } else { have.join(", ") }
-        );
-    };
-    let Some(rec) = db.gpu(gpu) else {
-        bail!("the database has coverage but no [[gpu]] record for '{gpu}'");
-    };
-    let sel = Selector::new(cov, rec, catalog)?;
-    let loo: Vec<Holdout> = sel.leave_one_out();
-    println!(
-        "leave-one-out on {} grid points of {gpu} {op}{tags} ({} of {} configs usable):",
-        loo.len(),
-        sel.usable(),
-        cov.configs.len()
-    );
-    let col = |f: fn(&Holdout) -> f64| loo.iter().map(f).collect::<Vec<f64>>();
-    println!(
-        "  {}",
-        summary_line("regret (chosen / portfolio best)", &col(|h| h.regret))
-    );
-    println!(
-        "  {}",
-        summary_line("x cuBLAS, no guard", &col(|h| h.vs_cublas))
-    );
-    println!(
-        "  {}",
-        summary_line("x cuBLAS, vendor guard", &col(|h| h.guarded_vs_cublas))
-    );
-    println!(
-        "  {}",
-        summary_line(
-            "x cuBLAS, oracle (portfolio best)",
-            &col(|h| h.best_vs_cublas)
-        )
-    );
-    let mut worst: Vec<&Holdout> = loo.iter().collect();
-    worst.sort_by(|a, b| a.guarded_vs_cublas.total_cmp(&b.guarded_vs_cublas));
-    if worst.first().is_none_or(|h| h.guarded_vs_cublas >= 1.0) {
-        println!("  with the guard, no grid point runs slower than cuBLAS");
-        return Ok(());
-    }
-    println!("  where the guard errs most (shape: x cuBLAS with the guard, predicted, regret):");
-    for h in worst.iter().take(8).filter(|h| h.guarded_vs_cublas < 1.0) {
-        println!(
-            "    {}: {:.3} (predicted {:.3}), regret {:.3}",
-            h.shape.label(op),
-            h.guarded_vs_cublas,
-            h.predicted_vs_cublas,
-            h.regret
-        );
     }
     Ok(())
 }
@@ -505,152 +368,13 @@ fn report(
     evals: &[autotune::tuning::evaluate::ShapeEval],
     source: &str,
 ) -> Result<()> {
-    use autotune::report::Table;
-    use autotune::tuning::evaluate as ev;
-    let mut table = Table::new(
-        &[
-            "shape",
-            "kind",
-            "runtime's choice",
-            "x cuBLAS",
-            "no guard",
-            "before",
-            "regret",
-            "choice regret",
-        ],
-        &[true, true, true],
-    );
-    for e in evals {
-        let c = &e.chosen[0];
-        let what = if c.vendor {
-            format!("cuBLAS (guard; else {})", c.family)
-        } else {
-            format!(
-                "{}: {} {}",
-                c.rule,
-                c.family,
-                autotune::family::space::params_label(&c.params)
-            )
-        };
-        table.row(vec![
-            e.label.clone(),
-            e.kind.clone(),
-            what,
-            format!("{:.3}", c.vs_cublas(e.cublas_ms)),
-            format!("{:.3}", e.chosen[1].vs_cublas(e.cublas_ms)),
-            format!("{:.3}", e.chosen[2].vs_cublas(e.cublas_ms)),
-            e.regret().map_or("-".into(), |r| format!("{r:.3}")),
-            e.choice_regret().map_or("-".into(), |r| format!("{r:.3}")),
-        ]);
-    }
-    let (policies, regret) = ev::summarize(evals);
-    let mut sums = Table::new(
-        &[
-            "policy",
-            "shapes",
-            "geomean x cuBLAS",
-            "p10",
-            "median",
-            "worst",
-            ">= 1.0x",
-            "rules",
-        ],
-        &[true],
-    );
-    for p in &policies {
-        let rules: Vec<String> = p.rules.iter().map(|(r, n)| format!("{r}: {n}")).collect();
-        match &p.vs_cublas {
-            Some(s) => sums.row(vec![
-                p.policy.clone(),
-                s.count.to_string(),
-                format!("{:.3}", s.geomean),
-                format!("{:.3}", s.p10),
-                format!("{:.3}", s.median),
-                format!("{:.3}", s.min),
-                format!("{:.1}%", 100.0 * s.share_at_least_one),
-                rules.join(", "),
-            ]),
-            None => sums.row(vec![
-                p.policy.clone(),
-                "0".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                "-".into(),
-                rules.join(", "),
-            ]),
-        }
-    }
-    // The runtime's x cuBLAS per kind and per layout, and how many shapes have each form.
-    let mut groups: Vec<(String, Vec<f64>)> = Vec::new();
-    let runtime = |e: &ev::ShapeEval| e.chosen[0].vs_cublas(e.cublas_ms).max(1e-3);
-    for e in evals.iter().filter(|e| e.chosen[0].measured) {
-        let layout = format!("layout {}", e.shape.form.layout.name(op));
-        for group in [format!("kind {}", e.kind), layout] {
-            match groups.iter_mut().find(|(g, _)| *g == group) {
-                Some((_, v)) => v.push(runtime(e)),
-                None => groups.push((group, vec![runtime(e)])),
-            }
-        }
-    }
-    groups.sort_by(|x, y| x.0.cmp(&y.0));
-    let mut by = Table::new(
-        &[
-            "kind / layout",
-            "shapes",
-            "runtime geomean x cuBLAS",
-            "worst",
-        ],
-        &[true],
-    );
-    for (group, values) in &groups {
-        let s = Summary::of(values);
-        by.row(vec![
-            group.clone(),
-            values.len().to_string(),
-            s.map_or("-".into(), |s| format!("{:.3}", s.geomean)),
-            s.map_or("-".into(), |s| format!("{:.3}", s.min)),
-        ]);
-    }
-    let forms = format!(
-        "forms: {}",
-        autotune::tuning::workload::form_counts(op, evals.iter().map(|e| &e.shape))
-    );
-    let line = |what: &str, r: &Option<Summary>| match r {
-        Some(r) => format!(
-            "{what} ({} shapes): geomean {:.3}, median {:.3}, p90 {:.3}, worst {:.3}",
-            r.count, r.geomean, r.median, r.p90, r.max
-        ),
-        None => format!("{what}: not measured (give --tune-budget N)"),
-    };
-    let regret_line = format!(
-        "{}\n{}",
-        line("regret of the runtime's kernel (its time / the best kernel found)", &regret[0]),
-        line(
-            "regret of the runtime's choice (what it runs, cuBLAS where guarded / the best of the kernels found and cuBLAS)",
-            &regret[1]
-        )
-    );
-    println!("{}", table.render());
-    println!("summary ({op}, {} shapes, {gpu}):", evals.len());
-    println!("{}", sums.render());
-    println!("{regret_line}");
-    println!("{forms}");
-    println!("{}", by.render());
+    let r = autotune::tuning::evaluate::report::render(op, gpu, seed, evals, source);
+    print!("{}", r.text);
     if let Some(path) = &a.out {
-        let text = format!(
-            "# evaluate: {op} on {gpu}\n\n{source}\n\n{}\n{}\n{regret_line}\n\n## By kind and layout\n\n{forms}\n\n{}\n## Per shape\n\n{}",
-            sums.markdown(),
-            "",
-            by.markdown(),
-            table.markdown()
-        );
-        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+        std::fs::write(path, &r.markdown).with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &a.json {
-        let v = serde_json::json!({ "gpu": gpu, "op": op, "seed": seed, "shapes": evals, "policies": policies, "regret": regret });
-        std::fs::write(path, serde_json::to_string_pretty(&v)?)
+        std::fs::write(path, serde_json::to_string_pretty(&r.json)?)
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())

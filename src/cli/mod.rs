@@ -346,50 +346,32 @@ struct ExportArgs {
     check_with: Option<PathBuf>,
 }
 
-/// The GPU name and arch a lookup is for: `--gpu` (matched as `compare --gpus` matches: exact,
-/// else the only name containing it, ignoring case) or the device's name; `--arch`, else the
-/// database's record of the GPU, else the device's arch.
+/// The GPU name and arch a lookup is for ([`lookup::lookup_gpu`]): `--gpu`, else the device's
+/// (which needs a GPU); and the warning to print for an unseen GPU.
 fn gpu_and_arch(
     gpu: &Option<String>,
     arch: &Option<String>,
     device: usize,
     db: &Database,
 ) -> Result<(String, Option<String>, Option<String>)> {
-    let arch = arch
-        .clone()
-        .map(|s| s.parse::<Arch>().map(|x| x.to_string()))
-        .transpose()?;
-    let mut warning = None;
-    let (gpu, dev_arch) = match gpu {
-        // The one rule of every command that takes --gpu: an exact name, else the only
-        // name containing it, ignoring case.
-        Some(g) => match autotune::report::gpus::resolve_gpu(db, "the database", g) {
-            Ok(name) => (name, None),
-            // A GPU the database has not seen: its arch's entries (or the built-in default)
-            // still answer, when the arch is given; say so rather than pretend it is known.
-            Err(_) if arch.is_some() => {
-                let known: Vec<String> = db.gpus.iter().map(|r| format!("'{}'", r.name)).collect();
-                warning = Some(format!(
-                    "warning: the database has no GPU named '{g}' (it has {}); this answers for an unseen GPU of the given arch",
-                    if known.is_empty() { "none".to_string() } else { known.join(", ") }
-                ));
-                (g.clone(), None)
-            }
-            Err(e) => {
-                return Err(anyhow::Error::new(e).context(format!(
-                    "--gpu '{g}' names no GPU of the database: pass one it has, or --arch sm_XY to ask about an unseen GPU of that arch"
-                )))
-            }
-        },
+    let arch = arch.as_deref().map(str::parse::<Arch>).transpose()?;
+    let asked = match gpu {
+        Some(g) => lookup::Asked::Named(g),
         None => {
             let dev = Device::open(device).context(advice::NoGpuGiven)?;
-            (dev.info.name.clone(), Some(dev.info.arch.to_string()))
+            lookup::Asked::Device {
+                name: dev.info.name.clone(),
+                arch: dev.info.arch,
+            }
         }
     };
-    let arch = arch
-        .or_else(|| db.gpu(&gpu).map(|g| g.arch.clone()))
-        .or(dev_arch);
-    Ok((gpu, arch, warning))
+    let found = lookup::lookup_gpu(db, "the database", asked, arch).map_err(|e| {
+        let g = gpu.as_deref().unwrap_or_default();
+        anyhow::Error::new(e).context(format!(
+            "--gpu '{g}' names no GPU of the database: pass one it has, or --arch sm_XY to ask about an unseen GPU of that arch"
+        ))
+    })?;
+    Ok((found.name, found.arch, found.unseen))
 }
 
 /// `autotune export`: the database's choice for one shape as a file a product compiles.

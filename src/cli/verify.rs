@@ -103,7 +103,8 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
     let (entries, subjects) =
         verify::subjects(&db, &origin, &catalog, &selection, &dev.info.limits)?;
     let gpu = selection.gpu;
-    let timing_not_comparable = not_comparable(target, &gpu, &dev);
+    let timing_not_comparable =
+        verify::timing_not_comparable(target, &gpu, &dev.info.name, dev.info.arch);
     let opts = options(a, target)?;
     let target_used = verify::target(&dev, &opts)?;
     let nvrtc = nvrtc::describe()?;
@@ -150,29 +151,9 @@ pub(super) fn verify(a: &VerifyArgs) -> Result<()> {
     conclude(&report, a.json)
 }
 
-/// Why the timings are not judged, if they are not: PTX JIT-compiled for another arch, or
-/// another GPU's entries.
-fn not_comparable(target: Option<Target>, gpu: &str, dev: &Device) -> Option<String> {
-    match target {
-        Some(t) => Some(format!(
-            "the kernels are PTX for {t}, JIT-compiled by the driver for {} ({}): these are neither the tuned cubins' times nor a {t} GPU's",
-            dev.info.name, dev.info.arch
-        )),
-        None if gpu != dev.info.name => Some(format!(
-            "the entries are {gpu}'s, the kernels ran on {}",
-            dev.info.name
-        )),
-        None => None,
-    }
-}
-
 /// How kernels run and are timed, from the flags; `target`: PTX for --ptx-arch.
 fn options(a: &VerifyArgs, target: Option<Target>) -> Result<VerifyOptions> {
-    let mut isolation = a.run.isolation()?;
-    if let (Some(w), Some(_)) = (isolation.as_mut(), target) {
-        // The driver JIT-compiles PTX when a worker loads it: seconds for a large kernel.
-        w.floor = w.floor.max(std::time::Duration::from_secs(30));
-    }
+    let isolation = a.run.isolation()?;
     Ok(VerifyOptions {
         seed: a.timing.seed,
         timing: a.timing.settings(),

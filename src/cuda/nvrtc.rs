@@ -342,30 +342,37 @@ impl Cache {
     }
 }
 
-/// Compiles every source in parallel (rayon), through `cache`. Each result stands alone: one
-/// failure never stops the others. `on_done` is called as each finishes (for progress bars).
+/// Compiles every source in parallel (rayon), through `caches` (memory, then disk, then NVRTC:
+/// [`compile_cached`]). Each result stands alone: one failure never stops the others.
+/// `on_done` is called as each finishes (for progress bars).
 pub fn compile_all(
     sources: &[Source],
     arch: impl Into<Target>,
-    cache: &Cache,
+    caches: Caches,
     on_done: &(dyn Fn(&Result<Compiled, CompileError>) + Sync),
-) -> Vec<Shared> {
+) -> Batch {
     let arch: Target = arch.into();
-    sources
+    let (results, fresh): (Vec<Shared>, Vec<bool>) = sources
         .par_iter()
         .map(|s| {
-            let r = match cache.get(arch, &s.code) {
-                Some(r) => r,
-                None => {
-                    let r = Arc::new(compile(s, arch));
-                    cache.put(arch, &s.code, r.clone());
-                    r
-                }
-            };
+            let (r, fresh) = compile_cached(s, arch, caches);
             on_done(&r);
-            r
+            (r, fresh)
         })
-        .collect()
+        .unzip();
+    Batch {
+        results,
+        compiled_now: fresh.into_iter().filter(|f| *f).count(),
+    }
+}
+
+/// What [`compile_all`] gives back.
+#[derive(Debug)]
+pub struct Batch {
+    /// One result per source, in the sources' order.
+    pub results: Vec<Shared>,
+    /// How many of them NVRTC compiled now; the rest came from a cache.
+    pub compiled_now: usize,
 }
 
 /// Where compiled kernels are looked up before NVRTC runs: the in-memory cache of this process
@@ -377,6 +384,16 @@ pub struct Caches<'a> {
     pub memory: &'a Cache,
     /// The disk cache and the NVRTC version string, unless bypassed (`--no-cache`).
     pub disk: Option<(&'a DiskCache, &'a str)>,
+}
+
+impl<'a> Caches<'a> {
+    /// The in-memory cache alone: nothing is read from or written to disk.
+    pub fn memory(cache: &'a Cache) -> Caches<'a> {
+        Caches {
+            memory: cache,
+            disk: None,
+        }
+    }
 }
 
 /// Compiles one source through `caches`: memory, then disk, then NVRTC (storing the cubin in

@@ -45,6 +45,7 @@ use crate::family::space::{Config, Limits};
 use crate::gpu::Arch;
 use crate::problem::{Form, Op, Shape};
 use crate::product::select::{Ranking, Selector};
+use crate::report::gpus::{resolve_gpu, CompareError};
 use std::collections::BTreeMap;
 use std::fmt;
 
@@ -372,6 +373,70 @@ fn nearest<'a>(entries: impl Iterator<Item = &'a Entry>, shape: Shape) -> Option
                 .then(a.gpu.cmp(&b.gpu))
                 .then(a.shape.cmp(&b.shape))
         })
+}
+
+/// Which GPU a lookup (`best`, `export`) asks about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Asked<'a> {
+    /// A GPU of the database by name, matched as every command that takes a GPU name matches
+    /// ([`resolve_gpu`]: the exact name, else the only name containing it, ignoring case).
+    Named(&'a str),
+    /// The GPU at hand, by the name and arch its driver reports.
+    Device {
+        /// Its name.
+        name: String,
+        /// Its arch.
+        arch: Arch,
+    },
+}
+
+/// The GPU and arch a lookup is for ([`lookup_gpu`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LookupGpu {
+    /// The GPU's name, as the database records it (or as asked, for an unseen GPU).
+    pub name: String,
+    /// Its arch, `sm_XY`: the one given, else the database's record of the GPU, else the
+    /// device's; `None` when none of them knows.
+    pub arch: Option<String>,
+    /// For a GPU the database has not seen, answered for its given arch: a warning naming
+    /// the GPUs it has.
+    pub unseen: Option<String>,
+}
+
+/// The GPU `asked` names in `db` (`origin` names the database in errors) and its arch (`arch`
+/// when given). A name the database lacks is an error, unless `arch` is given: then the
+/// lookup answers for an unseen GPU of that arch (its entries, or the built-in default), and
+/// [`LookupGpu::unseen`] says so rather than pretend the GPU is known.
+pub fn lookup_gpu(
+    db: &Database,
+    origin: &str,
+    asked: Asked<'_>,
+    arch: Option<Arch>,
+) -> Result<LookupGpu, CompareError> {
+    let given = arch.map(|a| a.to_string());
+    let (name, device_arch, unseen) = match asked {
+        Asked::Named(query) => match resolve_gpu(db, origin, query) {
+            Ok(name) => (name, None, None),
+            Err(_) if given.is_some() => {
+                let known: Vec<String> = db.gpus.iter().map(|r| format!("'{}'", r.name)).collect();
+                let warning = format!(
+                    "warning: the database has no GPU named '{query}' (it has {}); this answers for an unseen GPU of the given arch",
+                    if known.is_empty() {
+                        "none".to_string()
+                    } else {
+                        known.join(", ")
+                    }
+                );
+                (query.to_string(), None, Some(warning))
+            }
+            Err(e) => return Err(e),
+        },
+        Asked::Device { name, arch } => (name, Some(arch.to_string()), None),
+    };
+    let arch = given
+        .or_else(|| db.gpu(&name).map(|g| g.arch.clone()))
+        .or(device_arch);
+    Ok(LookupGpu { name, arch, unseen })
 }
 
 /// Chooses the config for `op` on `shape` on the GPU named `gpu` of arch `arch` (e.g. `sm_90`;

@@ -34,6 +34,11 @@ use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
 
+mod checkpoint;
+pub mod loo;
+
+pub use checkpoint::{save, Checkpoints, CHECKPOINT_EVERY};
+
 /// The grids built into the binary, by op.
 const BUILTIN: &[(&str, &str)] = &[
     ("gemm", include_str!("../../configs/coverage/gemm.toml")),

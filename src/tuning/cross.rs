@@ -309,7 +309,13 @@ pub fn run(
             .iter()
             .filter_map(|p| p.as_ref().ok().map(|(s, _)| s.clone()))
             .collect();
-        let compiled = nvrtc::compile_all(&sources, dev.info.arch, cache, &|_| {});
+        let compiled = nvrtc::compile_all(
+            &sources,
+            dev.info.arch,
+            nvrtc::Caches::memory(cache),
+            &|_| {},
+        )
+        .results;
         let mut compiled = compiled.into_iter();
         let mut evaluator = Evaluator::open(
             dev,

@@ -24,6 +24,8 @@ use crate::tuning::workload::{Problem, Summary};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+pub mod report;
+
 /// The lookup policies every shape is evaluated under: a name and the rules.
 pub const POLICIES: [(&str, LookupOptions); 3] = [
     (

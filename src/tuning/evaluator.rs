@@ -154,7 +154,9 @@ pub fn compile_configs(
         .iter()
         .filter_map(|k| k.as_ref().ok().map(|k| k.source.clone()))
         .collect();
-    let mut compiled = nvrtc::compile_all(&sources, target, cache, &|_| {}).into_iter();
+    let mut compiled = nvrtc::compile_all(&sources, target, nvrtc::Caches::memory(cache), &|_| {})
+        .results
+        .into_iter();
     kernels
         .into_iter()
         .map(|k| {

@@ -46,14 +46,18 @@ pub fn space_ends(
     shape: Shape,
     limits: &Limits,
 ) -> Result<Vec<Config>, SpaceError> {
-    let valid = family.space.prune(shape, limits)?.valid;
+    Ok(ends_of(&family.space.prune(shape, limits)?.valid))
+}
+
+/// The first and the last of `valid` (one when they are the same; none when it is empty).
+fn ends_of(valid: &[Config]) -> Vec<Config> {
     let mut out: Vec<Config> = valid.first().into_iter().cloned().collect();
     if let Some(last) = valid.last() {
         if !out.contains(last) {
             out.push(last.clone());
         }
     }
-    Ok(out)
+    out
 }
 
 /// The ends of `family`'s space ([`space_ends`]) on the first reference shape where it offers
@@ -91,6 +95,18 @@ pub fn reference_shapes(op: Op) -> Vec<Shape> {
     }
 }
 
+/// `family`'s valid configs on each of its op's [`reference_shapes`], pruned once: the
+/// sweep's configs and the forms where each is offered are both read from them.
+fn reference_valid(
+    family: &Family,
+    limits: &Limits,
+) -> Result<Vec<(Shape, Vec<Config>)>, SpaceError> {
+    reference_shapes(family.space.op)
+        .into_iter()
+        .map(|shape| Ok((shape, family.space.prune(shape, limits)?.valid)))
+        .collect()
+}
+
 /// The configs the sweep runs for `family`: the ends of its space on each reference shape, then
 /// `random` more drawn from the configs valid on any of them. Sorted, without repeats.
 pub fn family_configs(
@@ -99,17 +115,22 @@ pub fn family_configs(
     random: usize,
     rng: &mut Rng,
 ) -> Result<Vec<Config>, SpaceError> {
+    Ok(configs_from(&reference_valid(family, limits)?, random, rng))
+}
+
+/// [`family_configs`] from the valid configs of each reference shape ([`reference_valid`]).
+fn configs_from(reference: &[(Shape, Vec<Config>)], random: usize, rng: &mut Rng) -> Vec<Config> {
     let mut out: Vec<Config> = Vec::new();
     let mut pool: Vec<Config> = Vec::new();
-    for shape in reference_shapes(family.space.op) {
-        for c in space_ends(family, shape, limits)? {
+    for (_, valid) in reference {
+        for c in ends_of(valid) {
             if !out.contains(&c) {
                 out.push(c);
             }
         }
-        for c in family.space.prune(shape, limits)?.valid {
-            if !pool.contains(&c) {
-                pool.push(c);
+        for c in valid {
+            if !pool.contains(c) {
+                pool.push(c.clone());
             }
         }
     }
@@ -117,7 +138,7 @@ pub fn family_configs(
     rng.shuffle(&mut pool);
     out.extend(pool.into_iter().take(random));
     out.sort();
-    Ok(out)
+    out
 }
 
 /// Primes up to a few thousand, the sweep's favourite awkward sizes.
@@ -221,29 +242,29 @@ pub fn plan(
     let mut rng = Rng::new(seed);
     let families: Vec<&Family> = catalog.for_op(op).collect();
     let mut plans = Vec::new();
-    for f in &families {
-        plans.push(FamilyPlan {
-            family: f.name().to_string(),
-            configs: family_configs(f, limits, random_configs, &mut rng)?,
-        });
-    }
-    let mut used: Vec<Vec<usize>> = plans.iter().map(|p| vec![0; p.configs.len()]).collect();
     // Per family and config, the forms of the reference shapes where the space offers it: a
     // config offered on none of a form (a form-only constraint, which the template may enforce
-    // with #error) is never launched on that form, by a product or by the sweep.
+    // with #error) is never launched on that form, by a product or by the sweep. Read from the
+    // same pruning as the configs: each reference shape is pruned once per family.
     let mut offered_forms: Vec<Vec<Vec<Form>>> = Vec::new();
-    for (f, p) in families.iter().zip(&plans) {
-        let mut per = vec![Vec::new(); p.configs.len()];
-        for r in reference_shapes(op) {
-            let valid = f.space.prune(r, limits)?.valid;
-            for (ci, c) in p.configs.iter().enumerate() {
+    for f in &families {
+        let reference = reference_valid(f, limits)?;
+        let configs = configs_from(&reference, random_configs, &mut rng);
+        let mut per = vec![Vec::new(); configs.len()];
+        for (r, valid) in &reference {
+            for (ci, c) in configs.iter().enumerate() {
                 if valid.contains(c) && !per[ci].contains(&r.form) {
                     per[ci].push(r.form);
                 }
             }
         }
         offered_forms.push(per);
+        plans.push(FamilyPlan {
+            family: f.name().to_string(),
+            configs,
+        });
     }
+    let mut used: Vec<Vec<usize>> = plans.iter().map(|p| vec![0; p.configs.len()]).collect();
     let mut out = Vec::with_capacity(problems);
     for _ in 0..problems {
         let shape = draw_shape(op, &mut rng);
@@ -383,6 +404,10 @@ mod tests {
             // The same seed plans the same sweep.
             let again = plan(&catalog, op, &limits(), 200, 4, 2, 1).unwrap();
             assert_eq!(again.problems, p.problems);
+            // The plan's configs are `family_configs`' (the first family draws first).
+            let first = catalog.for_op(op).next().unwrap();
+            let alone = family_configs(first, &limits(), 4, &mut Rng::new(1)).unwrap();
+            assert_eq!(p.families[0].configs, alone);
         }
     }
 }

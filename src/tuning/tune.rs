@@ -16,7 +16,6 @@ use crate::problem::{Op, Shape};
 use crate::search::{self, Strategy, Trial};
 use crate::tuning::evaluator::Evaluator;
 use crate::tuning::journal::{self, CandidateRecord, Header, JournalError, Record, Recorded};
-use rayon::prelude::*;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -372,7 +371,10 @@ pub fn validate_all(
     let compiled: BTreeMap<String, _> = list
         .iter()
         .map(|s| s.kernel_name.clone())
-        .zip(nvrtc::compile_all(&list, dev.info.arch, &cache, &|_| {}))
+        .zip(
+            nvrtc::compile_all(&list, dev.info.arch, nvrtc::Caches::memory(&cache), &|_| {})
+                .results,
+        )
         .collect();
     let mut out = Vec::new();
     for (shape, planned) in plans {
@@ -515,27 +517,22 @@ pub fn dry_run(
         memory: cache,
         disk: disk.map(|d| (d, nvrtc.as_str())),
     };
-    let (compiled, fresh): (Vec<nvrtc::Shared>, Vec<bool>) = sources
-        .par_iter()
-        .map(|s| {
-            let (r, fresh) = nvrtc::compile_cached(s, target, caches);
-            progress.step(
-                Phase::Compile,
-                match r.as_ref() {
-                    Ok(c) => &c.kernel_name,
-                    Err(_) => "failed",
-                },
-            );
-            (r, fresh)
-        })
-        .unzip();
+    let batch = nvrtc::compile_all(&sources, target, caches, &|r| {
+        progress.step(
+            Phase::Compile,
+            match r {
+                Ok(c) => &c.kernel_name,
+                Err(_) => "failed",
+            },
+        )
+    });
     progress.finish(Phase::Compile);
     let families = counts
         .into_iter()
         .map(|count| {
             let mut ok = 0;
             let mut failed = Vec::new();
-            for (p, r) in planned.iter().zip(&compiled) {
+            for (p, r) in planned.iter().zip(&batch.results) {
                 if p.config.family != count.family {
                     continue;
                 }
@@ -558,7 +555,7 @@ pub fn dry_run(
         nvrtc,
         nvrtc_library,
         families,
-        compiled_now: fresh.iter().filter(|f| **f).count(),
+        compiled_now: batch.compiled_now,
         wall_s: start.elapsed().as_secs_f64(),
     })
 }

@@ -200,6 +200,31 @@ pub fn target(dev: &Device, opts: &VerifyOptions) -> Result<Target, VerifyError>
     Ok(target)
 }
 
+/// How long a worker process may take at least to load a kernel that is PTX: the driver
+/// JIT-compiles it then, seconds for a large kernel.
+pub const PTX_JIT_FLOOR: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Why the timings of a verification are not judged, if they are not: the kernels are PTX for
+/// `target` (JIT-compiled by the driver for the device `device` of arch `arch`: neither the
+/// tuned cubins' times nor those of a GPU of the target's arch), or the entries are another
+/// GPU's (`gpu`) than the device's.
+pub fn timing_not_comparable(
+    target: Option<Target>,
+    gpu: &str,
+    device: &str,
+    arch: crate::gpu::Arch,
+) -> Option<String> {
+    match target {
+        Some(t) => Some(format!(
+            "the kernels are PTX for {t}, JIT-compiled by the driver for {device} ({arch}): these are neither the tuned cubins' times nor a {t} GPU's"
+        )),
+        None if gpu != device => Some(format!(
+            "the entries are {gpu}'s, the kernels ran on {device}"
+        )),
+        None => None,
+    }
+}
+
 /// Measures every subject on `dev` (see the module documentation); one [`Measurements`] per
 /// subject, in order. `progress` gets a line per problem and edge shape.
 pub fn verify(
@@ -211,6 +236,12 @@ pub fn verify(
     progress: &dyn Fn(&str),
 ) -> Result<Vec<Measurements>, VerifyError> {
     let target = target(dev, opts)?;
+    // Workers loading PTX wait for the driver's JIT compilation.
+    let mut opts = opts.clone();
+    if let (Some(w), true) = (opts.isolation.as_mut(), target.is_ptx()) {
+        w.floor = w.floor.max(PTX_JIT_FLOOR);
+    }
+    let opts = &opts;
     let mut out = vec![Measurements::default(); subjects.len()];
     let run_err = |op: Op, shape: Shape| {
         move |source| VerifyError::Run {
@@ -335,4 +366,25 @@ pub fn verify(
         }
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timings_are_judged_only_for_the_devices_own_cubins() {
+        let sm90: crate::gpu::Arch = "sm_90".parse().unwrap();
+        let ptx: Target = "compute_75".parse().unwrap();
+        assert_eq!(timing_not_comparable(None, "H100", "H100", sm90), None);
+        let other = timing_not_comparable(None, "H200", "H100", sm90).unwrap();
+        assert_eq!(other, "the entries are H200's, the kernels ran on H100");
+        let jit = timing_not_comparable(Some(ptx), "H100", "H100", sm90).unwrap();
+        assert!(
+            jit.starts_with(
+                "the kernels are PTX for compute_75, JIT-compiled by the driver for H100 (sm_90)"
+            ),
+            "{jit}"
+        );
+    }
 }

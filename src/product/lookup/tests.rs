@@ -481,3 +481,54 @@ fn entries_of_unknown_families_are_never_chosen() {
     assert_eq!(c.skipped.len(), 1);
     assert_eq!(c.skipped[0].freshness, Freshness::UnknownFamily);
 }
+
+/// `best` and `export` resolve a GPU as every command does, and answer for an unseen GPU only
+/// when its arch is given.
+#[test]
+fn lookups_resolve_gpu_names_by_the_one_rule() {
+    let mut db = Database::new();
+    db.upsert_gpu(gpu("NVIDIA H100 80GB HBM3", "sm_90"));
+    db.upsert_gpu(gpu("NVIDIA H200", "sm_90"));
+    let sm = |s: &str| s.parse::<Arch>().unwrap();
+    let named = |q, arch| lookup_gpu(&db, "db.toml", Asked::Named(q), arch);
+    let h200 = named("h200", None).unwrap();
+    assert_eq!(
+        (h200.name.as_str(), h200.arch.as_deref()),
+        ("NVIDIA H200", Some("sm_90"))
+    );
+    assert_eq!(h200.unseen, None);
+    // The arch given wins over the record's.
+    assert_eq!(
+        named("H200", Some(sm("sm_89"))).unwrap().arch.as_deref(),
+        Some("sm_89")
+    );
+    // Ambiguous or unknown: the resolver's error, unless the arch is given.
+    assert!(matches!(
+        named("h", None),
+        Err(CompareError::AmbiguousGpu { .. })
+    ));
+    assert!(matches!(
+        named("Mystery", None),
+        Err(CompareError::UnknownGpu { .. })
+    ));
+    let unseen = named("Mystery", Some(sm("sm_90"))).unwrap();
+    assert_eq!(unseen.name, "Mystery");
+    assert_eq!(unseen.arch.as_deref(), Some("sm_90"));
+    let warning = unseen.unseen.unwrap();
+    assert!(
+        warning.contains("no GPU named 'Mystery'") && warning.contains("'NVIDIA H200'"),
+        "{warning}"
+    );
+    // The GPU at hand: its own name, exactly; the database's arch for it, else the device's.
+    let device = |name: &str| Asked::Device {
+        name: name.into(),
+        arch: sm("sm_89"),
+    };
+    let known = lookup_gpu(&db, "db.toml", device("NVIDIA H200"), None).unwrap();
+    assert_eq!(known.arch.as_deref(), Some("sm_90"));
+    let new = lookup_gpu(&db, "db.toml", device("h200"), None).unwrap();
+    assert_eq!(
+        (new.name.as_str(), new.arch.as_deref()),
+        ("h200", Some("sm_89"))
+    );
+}
