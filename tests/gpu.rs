@@ -155,15 +155,9 @@ fn every_gemm_config_validates_on_awkward_shapes() {
     );
 }
 
-/// The families of the full interface (gemm_general, the split-K and few-row ones, gemv_general)
-/// on every layout, with padded leading dimensions, beta != 0 and strided batches (of more than
-/// 65535 products, past the grid's z limit, with and without a split K), on awkward extents: every valid config must pass, and must leave
-/// the padding between C's rows alone.
-#[test]
-#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
-fn full_interface_families_validate_every_form() {
-    let dev = device();
-    let cat = Catalog::builtin().unwrap();
+/// Awkward gemm problems of every layout, with padded leading dimensions, beta != 0 and strided
+/// batches (past the grid's z limit, with and without a split K).
+fn every_form_gemm_shapes() -> Vec<String> {
     let mut gemm = Vec::new();
     for l in ["nn", "nt", "tn", "tt"] {
         for s in [
@@ -179,6 +173,33 @@ fn full_interface_families_validate_every_form() {
             gemm.push(s.replace("{l}", l));
         }
     }
+    gemm
+}
+
+/// The tensor-core family alone on every form (also in the test below), and on square and
+/// long-K problems where its tiles are full: the first GPU check of a new family, quicker than
+/// the whole catalog.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
+fn tf32x3_validates_every_form() {
+    let dev = device();
+    let cat = Catalog::builtin().unwrap();
+    let mut shapes = every_form_gemm_shapes();
+    shapes.extend(["512x512x512", "256x384x2048:nt", "1000x1000x1000:tn:beta"].map(String::from));
+    let shapes: Vec<&str> = shapes.iter().map(String::as_str).collect();
+    validate_catalog(&dev, &cat, Op::Gemm, &shapes, &["gemm_tf32x3".to_string()]);
+}
+
+/// The families of the full interface (gemm_general, the split-K and few-row ones, gemv_general)
+/// on every layout, with padded leading dimensions, beta != 0 and strided batches (of more than
+/// 65535 products, past the grid's z limit, with and without a split K), on awkward extents: every valid config must pass, and must leave
+/// the padding between C's rows alone.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
+fn full_interface_families_validate_every_form() {
+    let dev = device();
+    let cat = Catalog::builtin().unwrap();
+    let gemm = every_form_gemm_shapes();
     let gemm: Vec<&str> = gemm.iter().map(String::as_str).collect();
     let full = |op: Op| -> Vec<String> {
         cat.for_op(op)

@@ -163,7 +163,8 @@ struct ModelFile {
     bytes_in_flight: Option<String>,
     /// Percent of the model's generic FMA rate for its thread tile that the family's inner
     /// loop reaches (below 100 for loops that are not pipelined or issue more instructions
-    /// per FMA than the generic figure assumes), as measured against the best family.
+    /// per FMA than the generic figure assumes, as measured against the best family; above
+    /// 100, up to 800, for a family on faster units than the FP32 pipes, e.g. tensor cores).
     #[serde(default)]
     fma_efficiency_pct: Option<String>,
 }

@@ -267,10 +267,10 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
             // about 2 sqrt(o) shared-memory loads of fragments and 4 of loop and addressing.
             let ilp = outputs.min(8.0);
             // A space whose inner loop does worse than this (no pipelining, more instructions
-            // per FMA) says by how much.
+            // per FMA) says by how much; one on faster units (tensor cores) by how much better.
             let efficiency = h
                 .fma_efficiency_pct
-                .map_or(1.0, |p| (p as f64 / 100.0).clamp(0.01, 1.0));
+                .map_or(1.0, |p| (p as f64 / 100.0).clamp(0.01, 8.0));
             let issue = efficiency * outputs / (outputs + 2.0 * outputs.sqrt() + 4.0);
             let sm_rate = peak / f64::from(sms);
             let rate = |r: u32| {

@@ -165,6 +165,14 @@ fn emulate_asm(body: &str) -> Result<String, String> {
     if ptx == "cp.async.wait_all" {
         return Ok("emu_cp_wait(0);".into());
     }
+    if ptx.starts_with("cvt.rna.tf32.f32 ") {
+        return Ok(format!("({}) = emu_cvt_rna_tf32({});", op(0)?, op(1)?));
+    }
+    if ptx.starts_with("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ") {
+        // D (= C, the same registers: "+f") += A B over the warp: d0..d3, a0..a3, b0, b1.
+        let ops = (0..10).map(op).collect::<Result<Vec<_>, _>>()?;
+        return Ok(format!("emu_mma_tf32({});", ops.join(", ")));
+    }
     if let Some(rest) = ptx.strip_prefix("ld.global.nc.L1::no_allocate.L2::256B.") {
         // The hinted loads of B (small_m_rows.cuh): a cached read, alignment checked.
         let lanes = match rest.split_whitespace().next() {

@@ -157,6 +157,34 @@ inline void emu_ld_nc(const float* p, float* a, float* b, float* c, float* d, in
     emu_ld_nc_n(p, lanes, a, b, c, d);
 }
 
+inline float __uint_as_float(unsigned u) { return emu_from_bits<float>(u); }
+inline unsigned __float_as_uint(float f) { return emu_bits(f); }
+
+// cvt.rna.tf32.f32: x rounded to TF32 (10 fraction bits; the low 13 bits zero), to nearest with
+// ties away from zero; inf and NaN kept, and a finite x past the largest TF32 becomes inf (as
+// an H100 does: results/runs/session30/exp/mma_layout.cu).
+inline unsigned emu_cvt_rna_tf32(float x)
+{
+    const uint32_t b = emu_bits(x);
+    if ((b & 0x7f800000u) == 0x7f800000u) return b;
+    return (b + 0x1000u) & 0xffffe000u;
+}
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32: d += A B over the warp (runtime.cpp says
+// which lane holds what). Every lane of the warp must call it.
+void emu_mma_tf32_call(float* d, const uint32_t* a, const uint32_t* b);
+inline void emu_mma_tf32(float& d0, float& d1, float& d2, float& d3, unsigned a0, unsigned a1,
+                         unsigned a2, unsigned a3, unsigned b0, unsigned b1)
+{
+    float d[4] = {d0, d1, d2, d3};
+    const uint32_t a[4] = {a0, a1, a2, a3}, b[2] = {b0, b1};
+    emu_mma_tf32_call(d, a, b);
+    d0 = d[0];
+    d1 = d[1];
+    d2 = d[2];
+    d3 = d[3];
+}
+
 // The kernel's arguments, for emu_call (written by the test for each kernel's signature).
 struct EmuArgs {
     int M, N, K, lda, ldb, ldc;

@@ -153,12 +153,12 @@ struct EmuCopy {
     int bytes, src_bytes, group;
 };
 
-enum class EmuWarpOp { shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all, syncwarp };
+enum class EmuWarpOp { shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all, syncwarp, mma_tf32 };
 static const char* emu_op_name(EmuWarpOp op)
 {
     static const char* const names[] = {"__shfl_sync",   "__shfl_up_sync", "__shfl_down_sync",
                                         "__shfl_xor_sync", "__ballot_sync", "__any_sync",
-                                        "__all_sync",     "__syncwarp"};
+                                        "__all_sync",     "__syncwarp",     "mma.sync"};
     return names[static_cast<int>(op)];
 }
 
@@ -185,6 +185,10 @@ struct EmuWarp {
         EmuWarpOp op;
         uint32_t mask, value, result;
         int arg, width;
+        // mma.sync: the lane's accumulators (read and written) and its A and B fragments.
+        float* d = nullptr;
+        const uint32_t* a = nullptr;
+        const uint32_t* b = nullptr;
     } lane[32];
 };
 
@@ -297,9 +301,12 @@ static unsigned emu_shfl_source(const EmuWarp::Lane& c, unsigned lane)
 
 // Completes a call that every lane of `mask` has reached: each lane's result, and each may go
 // on.
+static void emu_mma_complete(EmuWarp& w);
+
 static void emu_warp_complete(unsigned warp, uint32_t mask)
 {
     EmuWarp& w = emu_block->warps[warp];
+    if (w.lane[__builtin_ctz(mask)].op == EmuWarpOp::mma_tf32) emu_mma_complete(w);
     uint32_t votes = 0;
     for (unsigned l = 0; l < 32; ++l)
         if ((mask >> l & 1u) && w.lane[l].value != 0) votes |= 1u << l;
@@ -317,6 +324,7 @@ static void emu_warp_complete(unsigned warp, uint32_t mask)
             c.result = votes == mask;
             break;
         case EmuWarpOp::syncwarp:
+        case EmuWarpOp::mma_tf32:
             c.result = 0;
             break;
         default: {
@@ -360,12 +368,68 @@ uint32_t emu_warp_call(int op_index, uint32_t mask, uint32_t value, int arg, int
                      lane, name, mask, l, emu_op_name(o.op), o.mask);
     }
     EmuWarp::Lane& me = w.lane[lane];
-    me = {op, mask, value, 0, arg, width};
+    // (d, a and b, set by emu_mma_tf32 before the call, stay.)
+    me.op = op;
+    me.mask = mask;
+    me.value = value;
+    me.result = 0;
+    me.arg = arg;
+    me.width = width;
     w.waiting |= 1u << lane;
     emu_current->state = EmuThread::State::warp;
     if ((w.waiting & mask) == mask) emu_warp_complete(warp, mask);
     emu_yield();
     return me.result;
+}
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 over the whole warp, once every lane has
+// arrived (lane = 4 g + t):
+//   a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4], a3 = A[g + 8][t + 4]
+//   b0 = B[t][g], b1 = B[t + 4][g]
+//   d0 = D[g][2t], d1 = D[g][2t + 1], d2 = D[g + 8][2t], d3 = D[g + 8][2t + 1]
+// Operands are read as TF32 (their low 13 bits ignored, as the tensor cores do); products and
+// sums in double, rounded once.
+static void emu_mma_complete(EmuWarp& w)
+{
+    auto tf32 = [](uint32_t u) {
+        u &= 0xffffe000u;
+        float f;
+        std::memcpy(&f, &u, 4);
+        return static_cast<double>(f);
+    };
+    double A[16][8], B[8][8];
+    for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        const uint32_t* a = w.lane[lane].a;
+        const uint32_t* b = w.lane[lane].b;
+        A[g][t] = tf32(a[0]);
+        A[g + 8][t] = tf32(a[1]);
+        A[g][t + 4] = tf32(a[2]);
+        A[g + 8][t + 4] = tf32(a[3]);
+        B[t][g] = tf32(b[0]);
+        B[t + 4][g] = tf32(b[1]);
+    }
+    for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        float* d = w.lane[lane].d;
+        for (int r = 0; r < 4; ++r) {
+            const int m = g + (r >> 1) * 8, n = 2 * t + (r & 1);
+            double s = d[r];
+            for (int k = 0; k < 8; ++k) s += A[m][k] * B[k][n];
+            d[r] = static_cast<float>(s);
+        }
+    }
+}
+
+void emu_mma_tf32_call(float* d, const uint32_t* a, const uint32_t* b)
+{
+    const unsigned lane = emu_tid % 32;
+    EmuWarp& w = emu_block->warps[emu_tid / 32];
+    if (w.lanes != 32) emu_fail("mma.sync in a warp of %u lanes (it needs all 32)", w.lanes);
+    w.lane[lane].d = d;
+    w.lane[lane].a = a;
+    w.lane[lane].b = b;
+    emu_warp_call(static_cast<int>(EmuWarpOp::mma_tf32), 0xffffffffu, 0, 0, 32);
 }
 
 // This thread has returned: no lane may wait for it any more, and __syncthreads no longer
