@@ -93,16 +93,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         float* const Cb = C + (long long)bz * strideC;
         const int kb = 0; // the K range [kb, ke)
         const int ke = K;
-        GEMM_GENERAL_BATCH_OPERANDS
-
-        GEMM_GENERAL_COPIES
-
-        float acc[FRAG_M][FRAG_N];
-        WARPTILE_ZERO_ACC(acc)
-        WARPTILE_MAINLOOP(acc)
-        // The last step read (speculatively) the stage after the last tile; the next batch's
-        // prologue must not overwrite stages before every warp is done with them.
-        __syncthreads();
+        GEMM_GENERAL_BATCH_PRODUCT(acc)
 
         // ---- epilogue ----
         WARPTILE_EPILOGUE_FULL(acc)

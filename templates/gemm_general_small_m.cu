@@ -68,6 +68,8 @@
 #endif
 
 #define THREADS (32 * WARPS)
+// A thread's partial sums per row of C: one per row of W it owns (TRANS_B = 1), one per column.
+#define ACC_N (TRANS_B == 1 ? RPW : VEC)
 #if TRANS_B == 1
 // xs, reused for the KS slices' sums at the end (KS > 1).
 #define XS_FLOATS (MT * KC > WARPS * MT * RPW ? MT * KC : WARPS * MT * RPW)
@@ -79,154 +81,21 @@
 
 #include "gemv_common.cuh"  // dot4, warp_sum, aligned16
 
-// xs[r][kk] = op(A_b)(m0 + r, k0 + kk) for kk < klen (0 for rows past M).
-static __device__ __forceinline__ void gsm_stage(float* __restrict__ xs,
-                                                 const float* __restrict__ Ab, int M, int lda,
-                                                 int m0, int k0, int klen, int tid)
-{
-#if TRANS_A == 0
-    // Rows of A along k: consecutive threads, consecutive k of one row.
-    const bool al = (lda & 3) == 0 && aligned16(Ab);  // every row's k0 is then 16-byte aligned
-#pragma unroll
-    for (int r = 0; r < MT; ++r) {
-        float* dst = xs + r * KC;
-        const int m = m0 + r;
-        if (m >= M) {
-            for (int kk = tid; kk < klen; kk += THREADS) dst[kk] = 0.0f;
-            continue;
-        }
-        const float* src = Ab + (long long)m * lda + k0;
-        int done = 0;
-        if (al) {
-            const int n4 = klen >> 2;
-            for (int j = tid; j < n4; j += THREADS)
-                reinterpret_cast<float4*>(dst)[j] = __ldg(reinterpret_cast<const float4*>(src) + j);
-            done = n4 << 2;
-        }
-        for (int kk = done + tid; kk < klen; kk += THREADS) dst[kk] = __ldg(src + kk);
-    }
-#else
-    // A stored K x M: row k of the stored matrix holds op(A)(., k); consecutive threads take
-    // consecutive m (MT of a row), then the next k.
-    for (int i = tid; i < MT * klen; i += THREADS) {
-        const int kk = i / MT;
-        const int r = i - kk * MT;
-        const int m = m0 + r;
-        xs[r * KC + kk] = m < M ? __ldg(Ab + (long long)(k0 + kk) * lda + m) : 0.0f;
-    }
-#endif
-}
+// The staging of op(A) and, for TRANS_B = 1, the walk of W's rows (small_m_xs.cuh): the lanes
+// of slice sl start at float4 (or k) 32 sl + lane and step 32 KS.
+#define XS_LD KC
+#define XS_STAGE_UNROLL _Pragma("unroll")
+#define XS_LANE0 32 * sl + lane
+#define XS_LANE_STEP (32 * KS)
+#define XS_W(j, kk) wr[j] + k0 + kk
+#include "small_m_xs.cuh"  // xs_stage, xs_rows
+#include "vec_cols.cuh"    // VEC_COLS_LOADER
 
-#if TRANS_B == 1
-// acc[r][j] += sum over this lane's k of the chunk of xs[r][k] * W_j[k0 + k], W_j = wr[j].
-// V4: 16-byte loads (each wr[j] + k0 16-byte aligned).
-template <bool V4>
-static __device__ __forceinline__ void gsm_rows(const float* __restrict__ xs,
-                                                const float* const (&wr)[RPW], int k0, int klen,
-                                                int lane, int sl, float (&acc)[MT][RPW])
-{
-    int done = 0;
-    if (V4) {
-        const int n4 = klen >> 2;
-        const float4* w4[RPW];
-#pragma unroll
-        for (int j = 0; j < RPW; ++j) w4[j] = reinterpret_cast<const float4*>(wr[j] + k0);
-        const float4* x4 = reinterpret_cast<const float4*>(xs);
-        int q = 32 * sl + lane;
-        for (; q + 32 * KS * (UNROLL - 1) < n4; q += 32 * KS * UNROLL) {
-            float4 w[UNROLL][RPW];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-                for (int j = 0; j < RPW; ++j) w[u][j] = __ldg(w4[j] + q + 32 * KS * u);
-            }
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-                for (int r = 0; r < MT; ++r) {
-                    const float4 x = x4[r * (KC / 4) + q + 32 * KS * u];
-#pragma unroll
-                    for (int j = 0; j < RPW; ++j) acc[r][j] = dot4(x, w[u][j], acc[r][j]);
-                }
-            }
-        }
-#if UNROLL > 1
-        // Fewer than 32 * KS * UNROLL float4s left: one predicated step, loads in flight together.
-        if (q < n4) {
-            float4 w[UNROLL][RPW];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-                for (int j = 0; j < RPW; ++j)
-                    w[u][j] = q + 32 * KS * u < n4 ? __ldg(w4[j] + q + 32 * KS * u)
-                                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            }
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                if (q + 32 * KS * u < n4) {
-#pragma unroll
-                    for (int r = 0; r < MT; ++r) {
-                        const float4 x = x4[r * (KC / 4) + q + 32 * KS * u];
-#pragma unroll
-                        for (int j = 0; j < RPW; ++j) acc[r][j] = dot4(x, w[u][j], acc[r][j]);
-                    }
-                }
-            }
-        }
-#endif
-        done = n4 << 2;
-    }
-    // Scalars: the whole chunk (V4 false) or its 0..3 last k.
-    int k = done + 32 * sl + lane;
-    for (; k + 32 * KS * (UNROLL - 1) < klen; k += 32 * KS * UNROLL) {
-        float w[UNROLL][RPW];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-            for (int j = 0; j < RPW; ++j) w[u][j] = __ldg(wr[j] + k0 + k + 32 * KS * u);
-        }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-            for (int r = 0; r < MT; ++r) {
-                const float x = xs[r * KC + k + 32 * KS * u];
-#pragma unroll
-                for (int j = 0; j < RPW; ++j) acc[r][j] = fmaf(x, w[u][j], acc[r][j]);
-            }
-        }
-    }
-    for (; k < klen; k += 32 * KS) {
-        float w[RPW];
-#pragma unroll
-        for (int j = 0; j < RPW; ++j) w[j] = __ldg(wr[j] + k0 + k);
-#pragma unroll
-        for (int r = 0; r < MT; ++r) {
-            const float x = xs[r * KC + k];
-#pragma unroll
-            for (int j = 0; j < RPW; ++j) acc[r][j] = fmaf(x, w[j], acc[r][j]);
-        }
-    }
-}
-#else
-// The VEC floats of B's row brow at this lane's columns: one float4 at col[0] when V4 (16-byte
-// aligned, all four inside N), else VEC scalars at the clamped columns col[v].
-template <bool V4>
-static __device__ __forceinline__ void gsm_cols(const float* __restrict__ brow,
-                                                const int (&col)[VEC], float (&b)[VEC])
-{
-#if VEC == 4
-    if (V4) {
-        const float4 t = __ldg(reinterpret_cast<const float4*>(brow + col[0]));
-        b[0] = t.x;
-        b[1] = t.y;
-        b[2] = t.z;
-        b[3] = t.w;
-        return;
-    }
-#endif
-#pragma unroll
-    for (int v = 0; v < VEC; ++v) b[v] = __ldg(brow + col[v]);
-}
+#if TRANS_B == 0
+// gsm_cols<V4>(brow, col, b): the VEC floats of B's row brow at this lane's columns: one
+// float4 at col[0] when V4 (16-byte aligned, all four inside N), else VEC scalars at the clamped
+// columns col[v].
+VEC_COLS_LOADER(gsm_cols, __ldg)
 
 // acc[r][v] += sum over this warp's k of the chunk (kk = w, w + WARPS, ...) of
 // xs[r][kk] * B_b[k0 + kk][col[v]].
@@ -290,22 +159,46 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         for (int j = 0; j < RPW; ++j) wr[j] = Bb + (long long)min(n0 + j, N - 1) * ldb;
         // Block-uniform: every row's k0 (a multiple of 4) is 16-byte aligned.
         const bool v4 = VEC == 4 && (ldb & 3) == 0 && aligned16(Bb);
-        float acc[MT][RPW];
+#else
+        const int n0 = nb * COLS;
+        // Block-uniform: B's rows are 16-byte aligned.
+        const bool v4 = VEC == 4 && (ldb & 3) == 0 && aligned16(Bb);
+        // Warp-uniform but for the lane whose four columns straddle N.
+        const bool lv4 = v4 && n0 + 4 * lane + 3 < N;
+        int col[VEC];
+#pragma unroll
+        for (int v = 0; v < VEC; ++v)
+            col[v] = min(v4 ? n0 + 4 * lane + v : n0 + v * 32 + lane, N - 1);
+#endif
+        float acc[MT][ACC_N];
 #pragma unroll
         for (int r = 0; r < MT; ++r) {
 #pragma unroll
-            for (int j = 0; j < RPW; ++j) acc[r][j] = 0.0f;
+            for (int j = 0; j < ACC_N; ++j) acc[r][j] = 0.0f;
         }
         for (int k0 = 0; k0 < K; k0 += KC) {
             const int klen = min(KC, K - k0);
-            __syncthreads();  // every warp is done with the last chunk (or batch)
-            gsm_stage(xs, Ab, M, lda, m0, k0, klen, tid);
+            __syncthreads();  // every warp is done with the last chunk (or batch's sums)
+            xs_stage(xs, Ab, M, lda, m0, k0, klen, tid);
             __syncthreads();
+#if TRANS_B == 1
             if (v4)
-                gsm_rows<true>(xs, wr, k0, klen, lane, sl, acc);
+                xs_rows<true>(xs, wr, ldb, k0, klen, lane, sl, acc);
             else
-                gsm_rows<false>(xs, wr, k0, klen, lane, sl, acc);
+                xs_rows<false>(xs, wr, ldb, k0, klen, lane, sl, acc);
+#else
+            if (lv4)
+                gsm_k<true>(xs, Bb, ldb, k0, klen, w, col, acc);
+            else
+                gsm_k<false>(xs, Bb, ldb, k0, klen, w, col, acc);
+#endif
         }
+#if TRANS_B == 0 || KS > 1
+        // The sums to add in a fixed order go through shared memory (the xs buffer).
+        float* red = xs;
+        __syncthreads();  // every warp is done reading xs
+#endif
+#if TRANS_B == 1
 #if KS == 1
 #pragma unroll
         for (int r = 0; r < MT; ++r) {
@@ -320,8 +213,6 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         }
 #else
         // red[w][r][j]: warp w's sum of output (m0 + r, its row j); warp w = g * KS + s.
-        float* red = xs;
-        __syncthreads();  // every warp is done reading xs
 #pragma unroll
         for (int r = 0; r < MT; ++r) {
 #pragma unroll
@@ -345,34 +236,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         }
 #endif
 #else
-        const int n0 = nb * COLS;
-        // Block-uniform: B's rows are 16-byte aligned.
-        const bool v4 = VEC == 4 && (ldb & 3) == 0 && aligned16(Bb);
-        // Warp-uniform but for the lane whose four columns straddle N.
-        const bool lv4 = v4 && n0 + 4 * lane + 3 < N;
-        int col[VEC];
-#pragma unroll
-        for (int v = 0; v < VEC; ++v)
-            col[v] = min(v4 ? n0 + 4 * lane + v : n0 + v * 32 + lane, N - 1);
-        float acc[MT][VEC];
-#pragma unroll
-        for (int r = 0; r < MT; ++r) {
-#pragma unroll
-            for (int v = 0; v < VEC; ++v) acc[r][v] = 0.0f;
-        }
-        for (int k0 = 0; k0 < K; k0 += KC) {
-            const int klen = min(KC, K - k0);
-            __syncthreads();  // every warp is done with the last chunk (or batch's sums)
-            gsm_stage(xs, Ab, M, lda, m0, k0, klen, tid);
-            __syncthreads();
-            if (lv4)
-                gsm_k<true>(xs, Bb, ldb, k0, klen, w, col, acc);
-            else
-                gsm_k<false>(xs, Bb, ldb, k0, klen, w, col, acc);
-        }
         // The warps' partial tiles, red[w][r][c] (c relative to n0), summed in warp order.
-        float* red = xs;
-        __syncthreads();  // every warp is done reading xs
 #pragma unroll
         for (int r = 0; r < MT; ++r) {
 #pragma unroll

@@ -69,137 +69,14 @@
 #include "gemv_common.cuh"   // dot4, warp_sum, aligned16
 #include "split_fixup.cuh"   // split_count_in_last
 
-// xs[r * KSL + kk] = op(A_b)(m0 + r, k0 + kk) for kk < klen (0 for rows past M).
-static __device__ __forceinline__ void sms_stage(float* __restrict__ xs,
-                                                 const float* __restrict__ Ab, int M, int lda,
-                                                 int m0, int k0, int klen, int tid)
-{
-#if TRANS_A == 0
-    // k0 is a multiple of KSL (of 4): every row's k0 is 16-byte aligned when lda and A are.
-    const bool al = (lda & 3) == 0 && aligned16(Ab);
-    for (int r = 0; r < MT; ++r) {
-        float* dst = xs + r * KSL;
-        const int m = m0 + r;
-        if (m >= M) {
-            for (int kk = tid; kk < klen; kk += THREADS) dst[kk] = 0.0f;
-            continue;
-        }
-        const float* src = Ab + (long long)m * lda + k0;
-        int done = 0;
-        if (al) {
-            const int n4 = klen >> 2;
-            for (int j = tid; j < n4; j += THREADS)
-                reinterpret_cast<float4*>(dst)[j] = __ldg(reinterpret_cast<const float4*>(src) + j);
-            done = n4 << 2;
-        }
-        for (int kk = done + tid; kk < klen; kk += THREADS) dst[kk] = __ldg(src + kk);
-    }
-#else
-    // A stored K x M: row k of the stored matrix holds op(A)(., k).
-    for (int i = tid; i < MT * klen; i += THREADS) {
-        const int kk = i / MT;
-        const int r = i - kk * MT;
-        const int m = m0 + r;
-        xs[r * KSL + kk] = m < M ? __ldg(Ab + (long long)(k0 + kk) * lda + m) : 0.0f;
-    }
-#endif
-}
-
-// acc[r][j] += sum over this lane's k of the slice of xs[r][k] * W_j(k0 + k), where W_j(k) is
-// wr[j][k] (TRANS_B = 1) or wr[j][k * ldb] (TRANS_B = 0). V4 (TRANS_B = 1 only): 16-byte loads,
-// each wr[j] + k0 16-byte aligned.
-template <bool V4>
-static __device__ __forceinline__ void sms_rows(const float* __restrict__ xs,
-                                                const float* const (&wr)[RPW], int ldb, int k0,
-                                                int klen, int lane, float (&acc)[MT][RPW])
-{
-    int done = 0;
-#if TRANS_B == 1
-    if (V4) {
-        const int n4 = klen >> 2;
-        const float4* w4[RPW];
-#pragma unroll
-        for (int j = 0; j < RPW; ++j) w4[j] = reinterpret_cast<const float4*>(wr[j] + k0);
-        const float4* x4 = reinterpret_cast<const float4*>(xs);
-        int q = lane;
-        for (; q + 32 * (UNROLL - 1) < n4; q += 32 * UNROLL) {
-            float4 w[UNROLL][RPW];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-                for (int j = 0; j < RPW; ++j) w[u][j] = __ldg(w4[j] + q + 32 * u);
-            }
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-                for (int r = 0; r < MT; ++r) {
-                    const float4 x = x4[r * (KSL / 4) + q + 32 * u];
-#pragma unroll
-                    for (int j = 0; j < RPW; ++j) acc[r][j] = dot4(x, w[u][j], acc[r][j]);
-                }
-            }
-        }
-#if UNROLL > 1
-        // Fewer than 32 * UNROLL float4s left: one predicated step, loads in flight together.
-        if (q < n4) {
-            float4 w[UNROLL][RPW];
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-                for (int j = 0; j < RPW; ++j)
-                    w[u][j] = q + 32 * u < n4 ? __ldg(w4[j] + q + 32 * u)
-                                              : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-            }
-#pragma unroll
-            for (int u = 0; u < UNROLL; ++u) {
-                if (q + 32 * u < n4) {
-#pragma unroll
-                    for (int r = 0; r < MT; ++r) {
-                        const float4 x = x4[r * (KSL / 4) + q + 32 * u];
-#pragma unroll
-                        for (int j = 0; j < RPW; ++j) acc[r][j] = dot4(x, w[u][j], acc[r][j]);
-                    }
-                }
-            }
-        }
-#endif
-        done = n4 << 2;
-    }
-    const long long step = 1;
-#else
-    const long long step = ldb;
-#endif
-    // Scalars: the whole slice (V4 false) or its 0..3 last k.
-    int k = done + lane;
-    for (; k + 32 * (UNROLL - 1) < klen; k += 32 * UNROLL) {
-        float w[UNROLL][RPW];
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-            for (int j = 0; j < RPW; ++j) w[u][j] = __ldg(wr[j] + (k0 + k + 32 * u) * step);
-        }
-#pragma unroll
-        for (int u = 0; u < UNROLL; ++u) {
-#pragma unroll
-            for (int r = 0; r < MT; ++r) {
-                const float x = xs[r * KSL + k + 32 * u];
-#pragma unroll
-                for (int j = 0; j < RPW; ++j) acc[r][j] = fmaf(x, w[u][j], acc[r][j]);
-            }
-        }
-    }
-    for (; k < klen; k += 32) {
-        float w[RPW];
-#pragma unroll
-        for (int j = 0; j < RPW; ++j) w[j] = __ldg(wr[j] + (k0 + k) * step);
-#pragma unroll
-        for (int r = 0; r < MT; ++r) {
-            const float x = xs[r * KSL + k];
-#pragma unroll
-            for (int j = 0; j < RPW; ++j) acc[r][j] = fmaf(x, w[j], acc[r][j]);
-        }
-    }
-}
+// The staging of op(A) and the walk of W's rows (small_m_xs.cuh): a warp's lanes start at float4
+// (or k) lane and step 32.
+#define XS_LD KSL
+#define XS_STAGE_UNROLL
+#define XS_LANE0 lane
+#define XS_LANE_STEP 32
+#define XS_W(j, kk) wr[j] + (k0 + kk) * step
+#include "small_m_xs.cuh"    // xs_stage, xs_rows
 
 extern "C" __global__ void __launch_bounds__(THREADS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -233,7 +110,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         const bool v4 = TRANS_B == 1 && (ldb & 3) == 0 && aligned16(Bb);
         if (!whole) {
             __syncthreads();  // every warp is done with the last batch's slice
-            sms_stage(sms_xs, Ab, M, lda, m0, k0, klen, tid);
+            xs_stage(sms_xs, Ab, M, lda, m0, k0, klen, tid);
             __syncthreads();
         }
         float* part = splits > 1 && !whole
@@ -256,19 +133,19 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             }
             if (!whole) {
                 if (v4)
-                    sms_rows<true>(sms_xs, wr, ldb, k0, klen, lane, acc);
+                    xs_rows<true>(sms_xs, wr, ldb, k0, klen, lane, 0, acc);
                 else
-                    sms_rows<false>(sms_xs, wr, ldb, k0, klen, lane, acc);
+                    xs_rows<false>(sms_xs, wr, ldb, k0, klen, lane, 0, acc);
             } else {
                 for (int s0 = 0; s0 < K; s0 += KSL) {
                     const int sl = min(KSL, K - s0);
                     __syncthreads();  // every warp is done with the last slice
-                    sms_stage(sms_xs, Ab, M, lda, m0, s0, sl, tid);
+                    xs_stage(sms_xs, Ab, M, lda, m0, s0, sl, tid);
                     __syncthreads();
                     if (v4)
-                        sms_rows<true>(sms_xs, wr, ldb, s0, sl, lane, acc);
+                        xs_rows<true>(sms_xs, wr, ldb, s0, sl, lane, 0, acc);
                     else
-                        sms_rows<false>(sms_xs, wr, ldb, s0, sl, lane, acc);
+                        xs_rows<false>(sms_xs, wr, ldb, s0, sl, lane, 0, acc);
                 }
             }
 #pragma unroll

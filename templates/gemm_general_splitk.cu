@@ -128,16 +128,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         const float* const Ab = A + (long long)bz * strideA;
         const float* const Bb = B + (long long)bz * strideB;
         float* const Cb = C + (long long)bz * strideC;
-        GEMM_GENERAL_BATCH_OPERANDS
-
-        GEMM_GENERAL_COPIES
-
-        float acc[FRAG_M][FRAG_N];
-        WARPTILE_ZERO_ACC(acc)
-        WARPTILE_MAINLOOP(acc)
-        // The last step read (speculatively) the stage after the last tile; the next batch's
-        // prologue must not overwrite stages before every warp is done with them.
-        __syncthreads();
+        GEMM_GENERAL_BATCH_PRODUCT(acc)
 
 #if SPLIT_K > 1
         // ---- reduction of the splits, in the fixed order 0, 1, ..., splits - 1 ----

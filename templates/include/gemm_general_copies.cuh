@@ -88,28 +88,26 @@
             cp_async4(o##s_dst + 4u * (g * 8 * X##S_LD + r * T_ROWSTEP),                         \
                       p##o + r * o##_rstep + g * 8, true);                                       \
     }
-#define GG_T_ISSUE_EDGE(o, X, b0, EXT)                                                           \
+// The checked copies of a K tile: STEP(o, X) for each row r and k group g of the thread, with
+// ok saying whether the element lies inside the matrix and the K range.
+#define GG_T_EACH_CHECKED(o, X, b0, EXT, STEP)                                                   \
     _Pragma("unroll") for (int r = 0; r < X##_NROWS; ++r)                                        \
     {                                                                                            \
         const bool row_ok = b0 + o##_r0 + r * T_ROWSTEP < EXT;                                   \
         _Pragma("unroll") for (int g = 0; g < T_NKG; ++g)                                        \
         {                                                                                        \
             const bool ok = row_ok & (k0 + o##_kin + g * 8 < ke);                                \
-            cp_async4(o##s_dst + 4u * (g * 8 * X##S_LD + r * T_ROWSTEP),                         \
-                      ok ? o##_base + k0 + r * o##_rstep + g * 8 : X##b, ok);                    \
+            STEP(o, X)                                                                           \
         }                                                                                        \
     }
+#define GG_T_ISSUE_ONE(o, X)                                                                     \
+    cp_async4(o##s_dst + 4u * (g * 8 * X##S_LD + r * T_ROWSTEP),                                 \
+              ok ? o##_base + k0 + r * o##_rstep + g * 8 : X##b, ok);
+#define GG_T_FETCH_ONE(o, X)                                                                     \
+    o##_reg[r * T_NKG + g] = ok ? __ldg(o##_base + k0 + r * o##_rstep + g * 8) : 0.0f;
+#define GG_T_ISSUE_EDGE(o, X, b0, EXT) GG_T_EACH_CHECKED(o, X, b0, EXT, GG_T_ISSUE_ONE)
 #define GG_T_REGS(o, X) float o##_reg[X##_NROWS * T_NKG];
-#define GG_T_FETCH(o, X, b0, EXT)                                                                \
-    _Pragma("unroll") for (int r = 0; r < X##_NROWS; ++r)                                        \
-    {                                                                                            \
-        const bool row_ok = b0 + o##_r0 + r * T_ROWSTEP < EXT;                                   \
-        _Pragma("unroll") for (int g = 0; g < T_NKG; ++g)                                        \
-        {                                                                                        \
-            const bool ok = row_ok & (k0 + o##_kin + g * 8 < ke);                                \
-            o##_reg[r * T_NKG + g] = ok ? __ldg(o##_base + k0 + r * o##_rstep + g * 8) : 0.0f;   \
-        }                                                                                        \
-    }
+#define GG_T_FETCH(o, X, b0, EXT) GG_T_EACH_CHECKED(o, X, b0, EXT, GG_T_FETCH_ONE)
 #define GG_T_STORE(o, X)                                                                         \
     _Pragma("unroll") for (int r = 0; r < X##_NROWS; ++r)                                        \
     _Pragma("unroll") for (int g = 0; g < T_NKG; ++g)                                            \
@@ -270,3 +268,15 @@
         GG_B_STORE                                                                               \
     };
 #endif
+
+// One batch's product of the block's tile into acc (declared here): the copies, the main loop
+// (warptile_mainloop.cuh), then a barrier: the last step read (speculatively) the stage after
+// the last tile, and the next batch's prologue must not overwrite stages before every warp is
+// done with them. Needs Ab, Bb, kb, ke, num_tiles, interior.
+#define GEMM_GENERAL_BATCH_PRODUCT(acc)                                                          \
+    GEMM_GENERAL_BATCH_OPERANDS                                                                  \
+    GEMM_GENERAL_COPIES                                                                          \
+    float acc[FRAG_M][FRAG_N];                                                                   \
+    WARPTILE_ZERO_ACC(acc)                                                                       \
+    WARPTILE_MAINLOOP(acc)                                                                       \
+    __syncthreads();
