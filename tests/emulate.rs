@@ -389,6 +389,30 @@ fn all_caught(mutants: &[Mutant]) {
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
 
+/// The tensor-core family's own faults fail validation: A's fragment read with its row and k
+/// offsets swapped (a wrong fragment mapping), and a product without its small_a * big_b term
+/// (the error of TF32, about 2^-11, where FP32's is asked for; short K, so it shows).
+#[test]
+#[ignore = "needs g++: bash scripts/test.sh runs them"]
+fn tf32x3_faults_are_caught() {
+    require_gxx();
+    let shape = s(64, 64, 32);
+    all_caught(&[
+        mutant(
+            "gemm_tf32x3",
+            "(kk + t + (r >> 1) * 4) * AS_LD + i * 16 + (r & 1) * 8",
+            "(kk + t + (r & 1) * 4) * AS_LD + i * 16 + (r >> 1) * 8",
+            shape,
+        ),
+        mutant(
+            "gemm_tf32x3",
+            "mma_tf32(acc[i][j], a_small[i], b_big);",
+            "",
+            shape,
+        ),
+    ]);
+}
+
 /// What stops a misaligned vector access or 16-byte copy: UBSan's report of a float4 or float2
 /// at a misaligned address, or the emulator's of a cp.async or red.v4.
 const MISALIGNED: Catch = Catch::Check("misaligned");
