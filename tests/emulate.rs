@@ -413,6 +413,52 @@ fn tf32x3_faults_are_caught() {
     ]);
 }
 
+/// gemm_tf32x3 on operands with inf, -inf, NaN, FLT_MAX (which TF32 rounds to inf), large and
+/// subnormal values gives what IEEE FP32 arithmetic gives (NaN, the same infinity, or a finite
+/// value within the tolerance): its blocks that read such values compute their tile again in
+/// FP32, the others (clean tiles of the same launch) stay on the tensor cores.
+#[test]
+#[ignore = "needs g++: bash scripts/test.sh runs them"]
+fn tf32x3_gives_ieee_results_for_special_values() {
+    require_gxx();
+    let catalog = Catalog::builtin().unwrap();
+    let family = catalog.get("gemm_tf32x3").unwrap();
+    let limits = Limits::for_arch(90).unwrap();
+    let (m, n, k) = (130usize, 136usize, 40usize);
+    for layout in ["nn", "nt"] {
+        let shape = Shape::parse(Op::Gemm, &format!("{m}x{n}x{k}:{layout}")).unwrap();
+        let nt = layout == "nt";
+        // The smallest tiles: several blocks, some of them clean.
+        let config = family
+            .space
+            .prune(shape, &limits)
+            .unwrap()
+            .valid
+            .into_iter()
+            .find(|c| c.params.get("BM") == Some(&64) && c.params.get("BN") == Some(&64))
+            .expect("a 64 x 64 tile");
+        // A is M x K in both layouts; B is K x N (nn) or N x K (nt).
+        let b_at = |kk: usize, nn: usize| if nt { nn * k + kk } else { kk * n + nn };
+        let plant = move |a: &mut [f32], b: &mut [f32]| {
+            a[3] = f32::INFINITY; // row 0
+            a[k + 1] = f32::NAN; // row 1
+            a[2 * k + 2] = f32::MAX; // row 2 (times 0.25 below: stays finite)
+            a[70 * k + 5] = 1e37; // row 70 (a clean tile row): large, through the tensor cores
+            for nn in 0..n {
+                b[b_at(2, nn)] = 0.25;
+            }
+            b[b_at(7, 0)] = f32::NEG_INFINITY; // column 0
+            b[b_at(9, 70)] = 1e-40; // subnormal, column 70
+        };
+        tf32x3_check(family, &config, shape, &plant);
+    }
+}
+
+fn tf32x3_check(family: &Family, config: &Config, shape: Shape, plant: emu::Plant) {
+    emu::check_special(family, config, shape, Emulation::new(900), plant)
+        .unwrap_or_else(|e| panic!("{e}"));
+}
+
 /// What stops a misaligned vector access or 16-byte copy: UBSan's report of a float4 or float2
 /// at a misaligned address, or the emulator's of a cp.async or red.v4.
 const MISALIGNED: Catch = Catch::Check("misaligned");

@@ -618,6 +618,20 @@ const DATA_SEED: u64 = 7;
 
 /// Builds `family`'s `config` for `shape` and runs it in the emulator on random operands.
 fn run(family: &Family, config: &Config, shape: Shape, emu: Emulation) -> Result<Ran, Failure> {
+    run_planted(family, config, shape, emu, &|_, _| {})
+}
+
+/// Operands changed before a run: the stored A and B (each batch's matrices, strided).
+pub type Plant<'a> = &'a dyn Fn(&mut [f32], &mut [f32]);
+
+/// [`run`] on random operands that `plant` changes first.
+fn run_planted(
+    family: &Family,
+    config: &Config,
+    shape: Shape,
+    emu: Emulation,
+    plant: Plant,
+) -> Result<Ran, Failure> {
     let op = family.space.op;
     let limits = Limits::for_arch(90).unwrap();
     let kernel = family
@@ -637,8 +651,9 @@ fn run(family: &Family, config: &Config, shape: Shape, emu: Emulation) -> Result
     let exe = compile(&cpp, emu.arch).map_err(Failure::Build)?;
     let call = shape.tuning_call(op);
     let [la, lb, lc] = shape.lens(op).map(|l| l as usize);
-    let a = verify::random_values(la, DATA_SEED, 0);
-    let b = verify::random_values(lb, DATA_SEED, 1);
+    let mut a = verify::random_values(la, DATA_SEED, 0);
+    let mut b = verify::random_values(lb, DATA_SEED, 1);
+    plant(&mut a, &mut b);
     let before = verify::output_before(op, shape, &call, DATA_SEED, lc);
     let once = launch.workspace_bytes.is_some() && launch.workspace_zero == WorkspaceZero::Once;
     let launches = if once { 2 } else { 1 };
@@ -719,6 +734,48 @@ fn run(family: &Family, config: &Config, shape: Shape, emu: Emulation) -> Result
         outputs,
         once,
     })
+}
+
+/// Runs `family`'s `config` on `shape` with operands `plant` changed (inf, NaN, values near the
+/// range's ends) and judges it as IEEE FP32 arithmetic would come out: NaN where the float64
+/// reference is NaN, the same infinity where it is infinite, and elsewhere within the
+/// tolerance of the finite bound.
+pub fn check_special(
+    family: &Family,
+    config: &Config,
+    shape: Shape,
+    emu: Emulation,
+    plant: Plant,
+) -> Result<(), String> {
+    let name = family.kernel_name_for(config, shape);
+    let ran =
+        run_planted(family, config, shape, emu, plant).map_err(|e| format!("{name}: {e:?}"))?;
+    let op = family.space.op;
+    let call = shape.tuning_call(op);
+    let (reference, bound) =
+        verify::general_reference(op, shape, &call, &ran.a, &ran.b, &ran.before);
+    let tolerance = verify::tolerance(shape.k);
+    let lc = ran.before.len();
+    for (l, out) in ran.outputs.chunks_exact(lc).enumerate() {
+        let (logical, _) = verify::logical_output(op, shape, &call, out, &ran.before);
+        for (i, (&o, (&r, &b))) in logical.iter().zip(reference.iter().zip(&bound)).enumerate() {
+            let ok = if r.is_nan() {
+                o.is_nan()
+            } else if r.is_infinite() {
+                o as f64 == r
+            } else if b.is_finite() {
+                o.is_finite() && (o as f64 - r).abs() <= tolerance * b.max(f64::MIN_POSITIVE)
+            } else {
+                true
+            };
+            if !ok {
+                return Err(format!(
+                    "{name}: launch {l}: element {i} = {o}, expected {r} (bound {b})"
+                ));
+            }
+        }
+    }
+    Ok(())
 }
 
 /// Judges a run's outputs like a GPU run's: against the float64 reference within the
