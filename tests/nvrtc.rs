@@ -698,3 +698,42 @@ fn dry_run_compiles_ptx_for_older_virtual_archs() {
         assert!(report["families"][0]["compiled"].as_u64() >= Some(1));
     }
 }
+
+/// The tensor-core family compiles for the Ada generation (sm_89, the RTX 40 cards: TF32
+/// mma.sync, 99 KiB of shared memory per block), and a dry run for sm_61 (no TF32 tensor
+/// cores) offers none of its configs, giving its `sm` rule as the reason.
+#[test]
+#[ignore = "needs NVRTC: bash scripts/test.sh runs them"]
+fn tf32x3_compiles_for_sm_89_and_is_pruned_on_sm_61() {
+    let (dir13, dir12, _) = both_nvrtcs();
+    let run = |arch: &str, dir: &Path| {
+        let dir = dir.to_str().expect("a UTF-8 directory");
+        let args = [
+            "--shape",
+            "1024x1024x1024:nt",
+            "--family",
+            "gemm_tf32x3",
+            "--dry-run",
+            "--arch",
+            arch,
+            "--json",
+        ];
+        common::run_env(&args, &[("AUTOTUNE_NVRTC", dir)])
+    };
+    let r = run("sm_89", &dir13);
+    assert!(r.success(), "{}", r.context());
+    let report: Value = serde_json::from_str(&r.stdout).expect("a JSON report");
+    let ada = &report["families"][0];
+    let valid = ada["count"]["valid"].as_u64().unwrap_or(0);
+    assert!(valid > 0, "{}", r.context());
+    assert_eq!(ada["compiled"].as_u64(), Some(valid), "{}", r.context());
+    assert_eq!(ada["failed"], Value::Array(vec![]), "{}", r.context());
+    // Nothing left to compile: the run stops with the reason.
+    let r = run("sm_61", &dir12);
+    assert_eq!(r.code, Some(1), "{}", r.context());
+    assert!(
+        r.stderr.contains("every config") && r.stderr.contains("gemm_tf32x3: {\"sm >= 80\""),
+        "{}",
+        r.context()
+    );
+}
