@@ -517,6 +517,78 @@ fn cross_isolates_faulting_winners() {
     }
 }
 
+/// gemm_tf32x3 through the runtime on operands with inf, -inf, NaN, FLT_MAX (which TF32 rounds
+/// to inf), large and subnormal values: every element is what IEEE FP32 arithmetic gives (NaN,
+/// the same infinity, or within the FP32 tolerance of the float64 reference), in the tiles that
+/// recompute in FP32 and in the clean ones that stay on the tensor cores.
+#[test]
+#[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
+fn tf32x3_gives_ieee_results_for_special_values() {
+    let dev = device();
+    let cat = Catalog::builtin().unwrap();
+    let nvrtc = autotune::cuda::nvrtc::nvrtc_version().unwrap();
+    let (m, n, k) = (130usize, 136usize, 40usize);
+    let shape = Shape::parse(Op::Gemm, &format!("{m}x{n}x{k}")).unwrap();
+    let family = cat.get("gemm_tf32x3").unwrap();
+    let config = family
+        .space
+        .prune(shape, &dev.info.limits)
+        .unwrap()
+        .valid
+        .into_iter()
+        .find(|c| c.params.get("BM") == Some(&64) && c.params.get("BN") == Some(&64))
+        .expect("a 64 x 64 tile");
+    let mut db = Database::new();
+    db.upsert_gpu(dev.info.record(&nvrtc));
+    db.upsert(autotune::db::Entry {
+        family: family.name().to_string(),
+        kernel: family.kernel_name_for(&config, shape),
+        params: config.params.clone(),
+        checksum: family.checksum.clone(),
+        ..common::entry(&dev.info.name, Op::Gemm, &shape.label(Op::Gemm))
+    });
+    let tuned = autotune::Tuned::new(&dev.ctx, db)
+        .unwrap()
+        .quiet()
+        .vendor_guard(false);
+    assert_eq!(tuned.explain(Op::Gemm, shape).family, "gemm_tf32x3");
+    let mut a: Vec<f32> = (0..m * k)
+        .map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0)
+        .collect();
+    let mut b: Vec<f32> = (0..k * n)
+        .map(|i| ((i * 5 % 11) as f32 - 5.0) / 8.0)
+        .collect();
+    a[3] = f32::INFINITY; // row 0
+    a[k + 1] = f32::NAN; // row 1
+    a[2 * k + 2] = f32::MAX; // row 2, times 0.25: stays finite
+    b[2 * n..3 * n].fill(0.25);
+    a[70 * k + 5] = 1e37; // row 70, a clean tile row: large, through the tensor cores
+    b[7 * n] = f32::NEG_INFINITY; // column 0
+    b[9 * n + 70] = 1e-40; // subnormal, column 70
+    let s = &dev.stream;
+    let (da, db_) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
+    let mut dc = s.alloc_zeros::<f32>(m * n).unwrap();
+    tuned.gemm(s, m, n, k, &da, &db_, &mut dc).unwrap();
+    let c = s.clone_dtoh(&dc).unwrap();
+    let tolerance = autotune::measure::verify::tolerance(k as u64);
+    for i in 0..m {
+        for j in 0..n {
+            let terms = (0..k).map(|p| a[i * k + p] as f64 * b[p * n + j] as f64);
+            let want: f64 = terms.clone().sum();
+            let bound: f64 = terms.map(f64::abs).sum();
+            let got = c[i * n + j];
+            let ok = if want.is_nan() {
+                got.is_nan()
+            } else if want.is_infinite() {
+                got as f64 == want
+            } else {
+                (got as f64 - want).abs() <= tolerance * bound.max(f64::MIN_POSITIVE)
+            };
+            assert!(ok, "C[{i},{j}] = {got}, IEEE gives {want} (bound {bound})");
+        }
+    }
+}
+
 /// The runtime's opt-ins on a real GPU: the vendor guard calls cuBLAS where the exact entry
 /// lost to it, online tuning tunes an unseen shape on its first call and keeps it on disk for
 /// the next runtime, and recording writes the shapes called as a suite. Every result is
