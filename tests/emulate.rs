@@ -567,8 +567,8 @@ fn misaligned_vector_accesses_are_caught() {
         .by(MISALIGNED),
         mutant(
             "gemm_small_m",
-            "__ldg(reinterpret_cast<const float2*>(row + col[0]))",
-            "__ldg(reinterpret_cast<const float2*>(row + col[0] + 1))",
+            "const float2 t = ld_b2(row + col[0]);",
+            "const float2 t = ld_b2(row + col[0] + 1);",
             s(8, 128, 64),
         )
         .want("VEC", 2)
