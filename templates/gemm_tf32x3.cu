@@ -138,6 +138,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 
             const float* const as = As + (kt % STAGES) * AS_STAGE + wm0 + g;
             const float* const bs = Bs + (kt % STAGES) * BS_STAGE + wn0 + g;
+            // Not unrolled: unrolled, ptxas hoisted every step's fragment reads and spilled at
+            // 255 registers with 64 x 64 warp tiles.
 #pragma unroll 1
             for (int kk = 0; kk < BK; kk += 8) {
                 // A's fragments (rows g, g + 8 of each 16; k = t, t + 4), split.
