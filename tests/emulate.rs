@@ -24,6 +24,7 @@
 //! `AUTOTUNE_EMU_SEED=n` sets the seed of the blocks' and threads' order (default 1; 0:
 //! ascending), which every failure names.
 
+mod common;
 mod emu;
 
 use autotune::family::catalog::{Catalog, Family};
@@ -424,10 +425,9 @@ fn tf32x3_gives_ieee_results_for_special_values() {
     let catalog = Catalog::builtin().unwrap();
     let family = catalog.get("gemm_tf32x3").unwrap();
     let limits = Limits::for_arch(90).unwrap();
-    let (m, n, k) = (130usize, 136usize, 40usize);
+    let (m, n, k) = common::SPECIAL_MNK;
     for layout in ["nn", "nt"] {
         let shape = Shape::parse(Op::Gemm, &format!("{m}x{n}x{k}:{layout}")).unwrap();
-        let nt = layout == "nt";
         // The smallest tiles: several blocks, some of them clean.
         let config = family
             .space
@@ -437,19 +437,8 @@ fn tf32x3_gives_ieee_results_for_special_values() {
             .into_iter()
             .find(|c| c.params.get("BM") == Some(&64) && c.params.get("BN") == Some(&64))
             .expect("a 64 x 64 tile");
-        // A is M x K in both layouts; B is K x N (nn) or N x K (nt).
-        let b_at = |kk: usize, nn: usize| if nt { nn * k + kk } else { kk * n + nn };
-        let plant = move |a: &mut [f32], b: &mut [f32]| {
-            a[3] = f32::INFINITY; // row 0
-            a[k + 1] = f32::NAN; // row 1
-            a[2 * k + 2] = f32::MAX; // row 2 (times 0.25 below: stays finite)
-            a[70 * k + 5] = 1e37; // row 70 (a clean tile row): large, through the tensor cores
-            for nn in 0..n {
-                b[b_at(2, nn)] = 0.25;
-            }
-            b[b_at(7, 0)] = f32::NEG_INFINITY; // column 0
-            b[b_at(9, 70)] = 1e-40; // subnormal, column 70
-        };
+        let nt = layout == "nt";
+        let plant = move |a: &mut [f32], b: &mut [f32]| common::plant_special_values(a, b, nt);
         tf32x3_check(family, &config, shape, &plant);
     }
 }

@@ -9,7 +9,7 @@ use autotune::cuda::device::Device;
 use autotune::cuda::isolate::WorkerSettings;
 use autotune::cuda::nvrtc::{self, Cache, Target};
 use autotune::db::Database;
-use autotune::family::catalog::Catalog;
+use autotune::family::catalog::{Catalog, Family};
 use autotune::family::expr::Expr;
 use autotune::family::space::Interface;
 use autotune::measure::outcome::Stage;
@@ -77,19 +77,18 @@ fn validate_catalog(dev: &Device, cat: &Catalog, op: Op, list: &[&str], only: &[
         .filter(|f| only.is_empty() || only.iter().any(|n| n == f.name()))
         .collect();
     let families: BTreeSet<_> = results.iter().map(|r| r.family.clone()).collect();
+    let offers = |f: &Family, s: &Shape| {
+        !f.space
+            .prune(*s, &dev.info.limits)
+            .unwrap()
+            .valid
+            .is_empty()
+    };
     // Every family whose space offers a config on one of the shapes (a family offered only on
     // other forms, such as the NT layer-call family on plain shapes, is checked where it is).
     let expected: BTreeSet<_> = chosen
         .iter()
-        .filter(|f| {
-            shapes.iter().any(|s| {
-                !f.space
-                    .prune(*s, &dev.info.limits)
-                    .unwrap()
-                    .valid
-                    .is_empty()
-            })
-        })
+        .filter(|f| shapes.iter().any(|s| offers(f, s)))
         .map(|f| f.name().to_string())
         .collect();
     assert!(!expected.is_empty());
@@ -102,13 +101,7 @@ fn validate_catalog(dev: &Device, cat: &Catalog, op: Op, list: &[&str], only: &[
             .collect();
         let offered: BTreeSet<_> = chosen
             .iter()
-            .filter(|f| {
-                !f.space
-                    .prune(*s, &dev.info.limits)
-                    .unwrap()
-                    .valid
-                    .is_empty()
-            })
+            .filter(|f| offers(f, s))
             .map(|f| f.name().to_string())
             .collect();
         assert_eq!(
@@ -527,7 +520,7 @@ fn tf32x3_gives_ieee_results_for_special_values() {
     let dev = device();
     let cat = Catalog::builtin().unwrap();
     let nvrtc = autotune::cuda::nvrtc::nvrtc_version().unwrap();
-    let (m, n, k) = (130usize, 136usize, 40usize);
+    let (m, n, k) = common::SPECIAL_MNK;
     let shape = Shape::parse(Op::Gemm, &format!("{m}x{n}x{k}")).unwrap();
     let family = cat.get("gemm_tf32x3").unwrap();
     let config = family
@@ -558,13 +551,7 @@ fn tf32x3_gives_ieee_results_for_special_values() {
     let mut b: Vec<f32> = (0..k * n)
         .map(|i| ((i * 5 % 11) as f32 - 5.0) / 8.0)
         .collect();
-    a[3] = f32::INFINITY; // row 0
-    a[k + 1] = f32::NAN; // row 1
-    a[2 * k + 2] = f32::MAX; // row 2, times 0.25: stays finite
-    b[2 * n..3 * n].fill(0.25);
-    a[70 * k + 5] = 1e37; // row 70, a clean tile row: large, through the tensor cores
-    b[7 * n] = f32::NEG_INFINITY; // column 0
-    b[9 * n + 70] = 1e-40; // subnormal, column 70
+    common::plant_special_values(&mut a, &mut b, false);
     let s = &dev.stream;
     let (da, db_) = (s.clone_htod(&a).unwrap(), s.clone_htod(&b).unwrap());
     let mut dc = s.alloc_zeros::<f32>(m * n).unwrap();
@@ -577,13 +564,7 @@ fn tf32x3_gives_ieee_results_for_special_values() {
             let want: f64 = terms.clone().sum();
             let bound: f64 = terms.map(f64::abs).sum();
             let got = c[i * n + j];
-            let ok = if want.is_nan() {
-                got.is_nan()
-            } else if want.is_infinite() {
-                got as f64 == want
-            } else {
-                (got as f64 - want).abs() <= tolerance * bound.max(f64::MIN_POSITIVE)
-            };
+            let ok = common::ieee_matches(got, want, bound, tolerance);
             assert!(ok, "C[{i},{j}] = {got}, IEEE gives {want} (bound {bound})");
         }
     }

@@ -165,24 +165,15 @@ fn compile_everything(arch: &str, lib_dir: &Path, nvrtc_major: &str) -> Vec<Stri
         // Valid configs per family over all the shapes: each family must have some, unless
         // its space rules the arch out (a constraint on `sm`, e.g. tensor cores), which the
         // report must then give as the reason.
-        let mut valid_anywhere: BTreeMap<String, u64> = BTreeMap::new();
-        let mut reasons: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+        let mut totals = Totals::default();
         for report in &reports {
             let shape = report["shape"].to_string();
             let mut problem = |p: String| problems.push(format!("{what}, shape {shape}: {p}"));
-            check_report(report, &want, &mut valid_anywhere, &mut problem);
-            for row in report["families"].as_array().into_iter().flatten() {
-                let family = row["count"]["family"].as_str().unwrap_or("?").to_string();
-                if let Some(by) = row["count"]["rejected_by"].as_object() {
-                    reasons
-                        .entry(family)
-                        .or_default()
-                        .extend(by.keys().cloned());
-                }
-            }
+            check_report(report, &want, &mut totals, &mut problem);
         }
-        for (family, valid) in &valid_anywhere {
-            let arch_rule = reasons
+        for (family, valid) in &totals.valid {
+            let arch_rule = totals
+                .rejected_by
                 .get(family)
                 .is_some_and(|r| r.iter().any(|c| c.starts_with("sm >=")));
             if *valid == 0 && !arch_rule {
@@ -198,6 +189,14 @@ fn compile_everything(arch: &str, lib_dir: &Path, nvrtc_major: &str) -> Vec<Stri
     problems
 }
 
+/// Per family, over every shape of one op and arch: its valid configs, and the constraints that
+/// rejected the others.
+#[derive(Default)]
+struct Totals {
+    valid: BTreeMap<String, u64>,
+    rejected_by: BTreeMap<String, BTreeSet<String>>,
+}
+
 /// What every dry-run report of one op and arch must say.
 struct Expected<'a> {
     op: Op,
@@ -209,12 +208,12 @@ struct Expected<'a> {
 }
 
 /// Checks one shape's dry-run report against `want`: the op, arch and NVRTC it names, and for
-/// each family that it was reported once and compiled every valid config (whose count is added
-/// to `valid_anywhere`); `problem` receives what is wrong.
+/// each family that it was reported once and compiled every valid config (its count and the
+/// constraints that rejected the rest are added to `totals`); `problem` receives what is wrong.
 fn check_report(
     report: &Value,
     want: &Expected,
-    valid_anywhere: &mut BTreeMap<String, u64>,
+    totals: &mut Totals,
     problem: &mut dyn FnMut(String),
 ) {
     let Expected {
@@ -253,7 +252,11 @@ fn check_report(
             "{family}: {total} configs, {valid} valid, {compiled} compiled, {} failed",
             failed.len()
         ));
-        *valid_anywhere.entry(family.clone()).or_insert(0) += valid;
+        *totals.valid.entry(family.clone()).or_insert(0) += valid;
+        if let Some(by) = row["count"]["rejected_by"].as_object() {
+            let reasons = totals.rejected_by.entry(family.clone()).or_default();
+            reasons.extend(by.keys().cloned());
+        }
         if valid > total {
             problem(format!("family {family}: valid {valid} > total {total}"));
         }

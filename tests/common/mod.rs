@@ -445,3 +445,43 @@ pub fn write_toy_journal(
     w.record(&Record::End { partial: false })
         .expect("writing the end");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Special values (the tensor-core family's tests, in the emulator and on the GPU)
+
+/// The product the special-value tests run: several 64 x 64 tiles, some with special inputs
+/// and some clean.
+pub const SPECIAL_MNK: (usize, usize, usize) = (130, 136, 40);
+
+/// Plants special values into operands of [`SPECIAL_MNK`]: A is M x K; B is K x N, or N x K when
+/// `nt`. Rows 0 to 2 of A get inf, NaN and FLT_MAX (which TF32 rounds to inf; B's row 2 is
+/// 0.25, so the products stay finite), row 70 (a clean tile row) a large value that goes through
+/// the tensor cores; B's column 0 gets -inf, column 70 a subnormal.
+pub fn plant_special_values(a: &mut [f32], b: &mut [f32], nt: bool) {
+    let (_, n, k) = SPECIAL_MNK;
+    let b_at = |kk: usize, nn: usize| if nt { nn * k + kk } else { kk * n + nn };
+    a[3] = f32::INFINITY;
+    a[k + 1] = f32::NAN;
+    a[2 * k + 2] = f32::MAX;
+    a[70 * k + 5] = 1e37;
+    for nn in 0..n {
+        b[b_at(2, nn)] = 0.25;
+    }
+    b[b_at(7, 0)] = f32::NEG_INFINITY;
+    b[b_at(9, 70)] = 1e-40;
+}
+
+/// Whether `got` is what IEEE FP32 arithmetic gives for a float64 reference `want` whose terms'
+/// magnitudes sum to `bound`: NaN for NaN, the same infinity, else finite and within
+/// `tolerance` of the bound.
+pub fn ieee_matches(got: f32, want: f64, bound: f64, tolerance: f64) -> bool {
+    if want.is_nan() {
+        got.is_nan()
+    } else if want.is_infinite() {
+        got as f64 == want
+    } else if bound.is_finite() {
+        got.is_finite() && (got as f64 - want).abs() <= tolerance * bound.max(f64::MIN_POSITIVE)
+    } else {
+        true
+    }
+}

@@ -759,15 +759,7 @@ pub fn check_special(
     for (l, out) in ran.outputs.chunks_exact(lc).enumerate() {
         let (logical, _) = verify::logical_output(op, shape, &call, out, &ran.before);
         for (i, (&o, (&r, &b))) in logical.iter().zip(reference.iter().zip(&bound)).enumerate() {
-            let ok = if r.is_nan() {
-                o.is_nan()
-            } else if r.is_infinite() {
-                o as f64 == r
-            } else if b.is_finite() {
-                o.is_finite() && (o as f64 - r).abs() <= tolerance * b.max(f64::MIN_POSITIVE)
-            } else {
-                true
-            };
+            let ok = crate::common::ieee_matches(o, r, b, tolerance);
             if !ok {
                 return Err(format!(
                     "{name}: launch {l}: element {i} = {o}, expected {r} (bound {b})"
