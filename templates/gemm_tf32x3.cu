@@ -56,28 +56,7 @@
 #include "tile_order.cuh"          // TILE_ORDER_OF_BLOCK
 #if CP_ASYNC
 #include "tf32x3.cuh"              // split_tf32, mma_tf32
-
-// op(A)(m, :) . op(B)(:, n) of one batch in plain FP32, k in order (out of line: it runs only on
-// inputs with inf or NaN, and must not cost the main loop registers).
-static __device__ __noinline__ float fp32_dot(const float* Ab, int lda, const float* Bb, int ldb,
-                                              int K, int m, int n);
-// op(A)(m, k) and op(B)(k, n) of one batch, for the FP32 recomputation.
-static __device__ __forceinline__ float op_a(const float* Ab, int lda, int m, int k)
-{
-    return TRANS_A ? Ab[(long long)k * lda + m] : Ab[(long long)m * lda + k];
-}
-static __device__ __forceinline__ float op_b(const float* Bb, int ldb, int k, int n)
-{
-    return TRANS_B ? Bb[(long long)n * ldb + k] : Bb[(long long)k * ldb + n];
-}
-
-static __device__ __noinline__ float fp32_dot(const float* Ab, int lda, const float* Bb, int ldb,
-                                              int K, int m, int n)
-{
-    float v = 0.0f;
-    for (int k = 0; k < K; ++k) v = fmaf(op_a(Ab, lda, m, k), op_b(Bb, ldb, k, n), v);
-    return v;
-}
+#include "fp32_dot.cuh"            // store_c
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -183,15 +162,9 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 for (int r = 0; r < 4; ++r) {
                     const int m = bm + wm0 + i * 16 + g + (r >> 1) * 8;
                     const int n = bn + wn0 + j * 8 + 2 * t + (r & 1);
-                    if (m < M && n < N) {
-                        float v = acc[i][j][r];
-                        if (recompute) {
-                            // Inf or NaN among the tile's inputs: plain FP32, k in order.
-                            v = fp32_dot(Ab, lda, Bb, ldb, K, m, n);
-                        }
-                        float* const c = Cb + (long long)m * ldc + n;
-                        *c = beta == 0.0f ? alpha * v : fmaf(alpha, v, beta * *c);
-                    }
+                    if (m < M && n < N)
+                        store_c(Cb, ldc, m, n, acc[i][j][r], recompute, Ab, lda, Bb, ldb, K,
+                                alpha, beta);
                 }
     }
 }
@@ -199,9 +172,5 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 // Before sm_80 there are no TF32 tensor cores: the space never offers the family there (its
 // `sm >= 80` rule), and the kernel compiles (for fingerprints and dry runs of every arch) to
 // one that stops the launch.
-extern "C" __global__ void KERNEL_NAME(int, int, int, const float*, const float*, float*, int, int,
-                                       int, long long, long long, long long, int, float, float)
-{
-    __trap();
-}
+GEMM_FULL_TRAP_KERNEL
 #endif

@@ -180,7 +180,8 @@ fn tf32x3_validates_every_form() {
     let mut shapes = every_form_gemm_shapes();
     shapes.extend(["512x512x512", "256x384x2048:nt", "1000x1000x1000:tn:beta"].map(String::from));
     let shapes: Vec<&str> = shapes.iter().map(String::as_str).collect();
-    validate_catalog(&dev, &cat, Op::Gemm, &shapes, &["gemm_tf32x3".to_string()]);
+    let families = ["gemm_tf32x3", "gemm_tf32x3_wgmma"].map(String::from);
+    validate_catalog(&dev, &cat, Op::Gemm, &shapes, &families);
 }
 
 /// The families of the full interface (gemm_general, the split-K and few-row ones, gemv_general)
@@ -519,10 +520,15 @@ fn cross_isolates_faulting_winners() {
 fn tf32x3_gives_ieee_results_for_special_values() {
     let dev = device();
     let cat = Catalog::builtin().unwrap();
+    for name in ["gemm_tf32x3", "gemm_tf32x3_wgmma"] {
+        tf32x3_special_values(&dev, cat.get(name).unwrap());
+    }
+}
+
+fn tf32x3_special_values(dev: &Device, family: &autotune::family::catalog::Family) {
     let nvrtc = autotune::cuda::nvrtc::nvrtc_version().unwrap();
     let (m, n, k) = common::SPECIAL_MNK;
     let shape = Shape::parse(Op::Gemm, &format!("{m}x{n}x{k}")).unwrap();
-    let family = cat.get("gemm_tf32x3").unwrap();
     let config = family
         .space
         .prune(shape, &dev.info.limits)
@@ -544,7 +550,7 @@ fn tf32x3_gives_ieee_results_for_special_values() {
         .unwrap()
         .quiet()
         .vendor_guard(false);
-    assert_eq!(tuned.explain(Op::Gemm, shape).family, "gemm_tf32x3");
+    assert_eq!(tuned.explain(Op::Gemm, shape).family, family.name());
     let mut a: Vec<f32> = (0..m * k)
         .map(|i| ((i * 7 % 13) as f32 - 6.0) / 8.0)
         .collect();

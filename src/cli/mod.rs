@@ -471,10 +471,11 @@ fn write_cubin(
     let c = export::cubin(choice, family, shape, limits, arch)?;
     std::fs::write(path, &c.cubin).with_context(|| format!("writing {}", path.display()))?;
     eprintln!(
-        "wrote {} ({}, {} for {arch} with NVRTC {}, {} B)",
+        "wrote {} ({}, {} for {} with NVRTC {}, {} B)",
         path.display(),
         choice.describe(op, shape),
         c.kernel_name,
+        c.target_name(),
         nvrtc::describe()?,
         c.cubin.len()
     );

@@ -113,6 +113,23 @@ impl Target {
     pub fn is_ptx(&self) -> bool {
         matches!(self, Target::Ptx(_))
     }
+
+    /// Whether `source` is compiled for the arch-specific variant of this target (`sm_90a`):
+    /// its family asks for it on this arch ([`Source::arch_specific`]).
+    pub fn is_specific_for(&self, source: &Source) -> bool {
+        source.arch_specific.contains(&self.arch().number())
+    }
+
+    /// NVRTC's `--gpu-architecture` value for `source`: this target's (`sm_90`), with the `a`
+    /// of the arch-specific variant where the source's family asks for it (`sm_90a`).
+    pub fn name_for(&self, source: &Source) -> String {
+        let suffix = if self.is_specific_for(source) {
+            "a"
+        } else {
+            ""
+        };
+        format!("{self}{suffix}")
+    }
 }
 
 impl From<Arch> for Target {
@@ -156,6 +173,16 @@ pub struct Compiled {
     pub cubin: Vec<u8>,
     /// Wall time NVRTC took, milliseconds.
     pub compile_ms: f64,
+    /// Whether it was compiled for the arch-specific variant of the target (`sm_90a`).
+    pub arch_specific: bool,
+}
+
+impl Compiled {
+    /// The `--gpu-architecture` it was compiled for: `sm_90`, `sm_90a`, `compute_75`.
+    pub fn target_name(&self) -> String {
+        let suffix = if self.arch_specific { "a" } else { "" };
+        format!("{}{suffix}", self.target)
+    }
 }
 
 /// An NVRTC call outside compiling a kernel failed.
@@ -234,7 +261,11 @@ fn nvrtc_to_use(arch: Arch, oldest: Option<u32>) -> &'static str {
 /// which no option shortens without changing the code). The disk cache key holds no
 /// options: an option that changes the cubin must change that key.
 pub fn options(target: impl Into<Target>) -> Vec<String> {
-    let target: Target = target.into();
+    options_named(&target.into().to_string())
+}
+
+/// [`options`] for the `--gpu-architecture` value `target` (`sm_90a` included).
+fn options_named(target: &str) -> Vec<String> {
     let mut o = vec![
         format!("--gpu-architecture={target}"),
         "--std=c++17".into(),
@@ -277,7 +308,7 @@ pub fn compile(source: &Source, arch: impl Into<Target>) -> Result<Compiled, Com
     let name = CString::new(format!("{}.cu", source.kernel_name))
         .map_err(|_| internal("create (name has a NUL byte)", String::new()))?;
     let prog = nvrtc.create_program(&src, &name).map_err(call)?;
-    let opts = options(arch);
+    let opts = options_named(&arch.name_for(source));
     if let Err(e) = prog.compile(&opts) {
         let log = prog
             .log()
@@ -299,6 +330,7 @@ pub fn compile(source: &Source, arch: impl Into<Target>) -> Result<Compiled, Com
         target: arch,
         cubin,
         compile_ms: start.elapsed().as_secs_f64() * 1e3,
+        arch_specific: arch.is_specific_for(source),
     })
 }
 
@@ -619,7 +651,7 @@ impl DiskCache {
         let mut h = Sha256::new();
         for part in [
             nvrtc.as_bytes(),
-            arch.to_string().as_bytes(),
+            arch.name_for(source).as_bytes(),
             source.code.as_bytes(),
         ] {
             h.update(part);
@@ -641,6 +673,7 @@ impl DiskCache {
             target: arch,
             cubin,
             compile_ms: 0.0,
+            arch_specific: arch.is_specific_for(source),
         })
     }
 
@@ -666,6 +699,7 @@ mod disk_tests {
             family: "f".into(),
             kernel_name: "k".into(),
             code: "code".into(),
+            arch_specific: Vec::new(),
         };
         let arch = Arch { major: 9, minor: 0 };
         assert!(cache.get("13.0", arch, &src).is_none());
@@ -674,6 +708,7 @@ mod disk_tests {
             target: arch.into(),
             cubin: vec![1, 2, 3],
             compile_ms: 5.0,
+            arch_specific: false,
         };
         cache.put("13.0", &c, &src).unwrap();
         assert_eq!(cache.get("13.0", arch, &src).unwrap().cubin, vec![1, 2, 3]);
@@ -699,6 +734,7 @@ mod disk_tests {
             family: "f".into(),
             kernel_name: "k".into(),
             code: "code".into(),
+            arch_specific: Vec::new(),
         };
         let sm75 = Arch { major: 7, minor: 5 };
         let ptx = Compiled {
@@ -706,6 +742,7 @@ mod disk_tests {
             target: Target::Ptx(sm75),
             cubin: b".target sm_75\0".to_vec(),
             compile_ms: 1.0,
+            arch_specific: false,
         };
         cache.put("13.0", &ptx, &src).unwrap();
         // Neither the cubin of the same arch nor the device's cubin is the PTX.

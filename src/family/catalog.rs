@@ -136,6 +136,9 @@ pub struct Source {
     pub kernel_name: String,
     /// Complete CUDA C++ source.
     pub code: String,
+    /// The archs (`major * 10 + minor`) for which it must be compiled to the arch-specific
+    /// target `sm_XYa` (the family's [`Space::arch_specific`]).
+    pub arch_specific: Vec<u32>,
 }
 
 /// A config made ready for one shape on one device: what NVRTC compiles and how to launch it.
@@ -356,6 +359,7 @@ impl Family {
             family: self.space.name.clone(),
             kernel_name,
             code,
+            arch_specific: self.space.arch_specific.clone(),
         }
     }
 }

@@ -21,6 +21,10 @@
 //! (`zero_output = true`), which makes it non-deterministic by default and cannot be declared
 //! deterministic ([`Space::deterministic`]).
 //!
+//! A space may ask for **arch-specific** compilation (`arch_specific = [90]`): on those archs its
+//! kernels are compiled for `sm_XYa` (features such as Hopper's `wgmma` exist only there), on
+//! every other arch for the plain `sm_XY` ([`Space::arch_specific`]).
+//!
 //! An optional `[model]` section gives the performance model ([`crate::plan::model`]) figures it
 //! cannot derive from the launch geometry (`registers` per thread, `global_bytes` in all,
 //! `bytes_in_flight` per thread), as expressions over the same names; see [`ModelHints`].
@@ -106,6 +110,8 @@ struct SpaceFile {
     deterministic: Option<bool>,
     #[serde(default)]
     interface: Interface,
+    #[serde(default)]
+    arch_specific: Vec<u32>,
 }
 
 /// The kernel signature a family's kernels take (`interface` in the space file).
@@ -313,6 +319,9 @@ pub struct Space {
     pub deterministic: bool,
     /// The kernel signature (`interface`, plain unless said).
     pub interface: Interface,
+    /// The archs (`major * 10 + minor`) on which the kernels are compiled for the arch-specific
+    /// target `sm_XYa` (`arch_specific`, empty unless said).
+    pub arch_specific: Vec<u32>,
     /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency.
     model: [Option<Expr>; 4],
 }
@@ -472,6 +481,7 @@ impl Space {
             workspace_zero: file.launch.workspace_zero.unwrap_or_default(),
             deterministic,
             interface: file.interface,
+            arch_specific: file.arch_specific.clone(),
             model,
             params: file.params,
             derived,

@@ -142,6 +142,7 @@ pub fn check_header(
         family: family.to_string(),
         kernel_name: helper_name(op, shape),
         code,
+        arch_specific: Vec::new(),
     };
     nvrtc::check_arch(arch)?;
     nvrtc::compile(&source, arch).map_err(|source| ExportError::Header { source })
@@ -352,6 +353,18 @@ fn comment_block(
         format!("Params:   {params}"),
         format!("Kernel:   {}", source.kernel_name),
     ];
+    if !source.arch_specific.is_empty() {
+        let archs: Vec<String> = source
+            .arch_specific
+            .iter()
+            .map(|a| format!("sm_{a}a"))
+            .collect();
+        lines.push(format!(
+            "Compile:  for {} on such a GPU (nvcc -arch={}): the family uses features only that target has",
+            archs.join(", "),
+            archs[0]
+        ));
+    }
     match &choice.entry {
         Some(e) => {
             lines.push(format!(

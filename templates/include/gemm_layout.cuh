@@ -12,3 +12,14 @@
 #if (TRANS_A != 0 && TRANS_A != 1) || (TRANS_B != 0 && TRANS_B != 1)
 #error "TRANS_A and TRANS_B must be 0 or 1"
 #endif
+
+// A kernel of the full interface's signature that stops the launch: what a template compiles to
+// on archs that lack what it needs (the space never offers it there; fingerprints and dry runs
+// of every arch still compile it).
+#define GEMM_FULL_TRAP_KERNEL                                                                \
+    extern "C" __global__ void KERNEL_NAME(int, int, int, const float*, const float*, float*,  \
+                                           int, int, int, long long, long long, long long,     \
+                                           int, float, float)                                  \
+    {                                                                                          \
+        __trap();                                                                              \
+    }

@@ -156,17 +156,49 @@ fn emulate_asm(body: &str) -> Result<String, String> {
             op(1)?
         ));
     }
-    if ptx == "cp.async.commit_group" {
-        return Ok("emu_cp_commit();".into());
+    // Instructions without operands, and those whose one operand is a count of groups.
+    const PLAIN: [(&str, &str); 5] = [
+        ("cp.async.commit_group", "emu_cp_commit();"),
+        ("cp.async.wait_all", "emu_cp_wait(0);"),
+        ("wgmma.fence.sync.aligned", "emu_wgmma_fence();"),
+        ("wgmma.commit_group.sync.aligned", "emu_wgmma_commit();"),
+        ("fence.proxy.async.shared::cta", "emu_fence_proxy_async();"),
+    ];
+    const COUNTED: [(&str, &str); 2] = [
+        ("cp.async.wait_group", "emu_cp_wait"),
+        ("wgmma.wait_group.sync.aligned", "emu_wgmma_wait"),
+    ];
+    if let Some((_, call)) = PLAIN.iter().find(|(p, _)| ptx == *p) {
+        return Ok((*call).into());
     }
-    if ptx.starts_with("cp.async.wait_group") {
-        return Ok(format!("emu_cp_wait({});", op(0)?));
-    }
-    if ptx == "cp.async.wait_all" {
-        return Ok("emu_cp_wait(0);".into());
+    if let Some((_, call)) = COUNTED.iter().find(|(p, _)| ptx.starts_with(p)) {
+        return Ok(format!("{call}({});", op(0)?));
     }
     if ptx.starts_with("cvt.rna.tf32.f32 ") {
         return Ok(format!("({}) = emu_cvt_rna_tf32({});", op(0)?, op(1)?));
+    }
+    if let Some(at) = ptx.find("wgmma.mma_async.sync.aligned.m64n") {
+        // include/wgmma_tf32.cuh: the accumulators d (one macro-built operand list per 32 of
+        // them, whose first names the array), then the descriptors of A and B and scale-d.
+        let rest = &ptx[at + "wgmma.mma_async.sync.aligned.m64n".len()..];
+        let n: u32 = rest
+            .split_once("k8.f32.tf32.tf32")
+            .and_then(|(n, _)| n.parse().ok())
+            .ok_or_else(|| format!("wgmma of a shape or type the emulator does not know: {ptx}"))?;
+        if ops.len() < 4 {
+            return Err(format!(
+                "wgmma without its accumulators, descriptors and scale: {ptx}"
+            ));
+        }
+        let d = op(0)?;
+        let d = d.split(',').next().unwrap_or_default().trim().to_string();
+        let last = ops.len() - 3;
+        return Ok(format!(
+            "emu_wgmma_tf32({n}, {}, {}, {d}, {});",
+            op(last)?,
+            op(last + 1)?,
+            op(last + 2)?
+        ));
     }
     if ptx.starts_with("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 ") {
         // D (= C, the same registers: "+f") += A B over the warp: d0..d3, a0..a3, b0, b1.
@@ -380,6 +412,8 @@ fn compile(cpp: &str, arch: u32) -> Result<PathBuf, String> {
         gxx(
             Command::new("g++")
                 .arg(format!("-D__CUDA_ARCH__={arch}"))
+                // sm_90 is emulated with its arch-specific features (sm_90a: wgmma).
+                .args((arch == 900).then_some("-D__CUDA_ARCH_FEAT_SM90_ALL"))
                 .arg("-include")
                 .arg(prelude())
                 .arg("-c")

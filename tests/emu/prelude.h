@@ -185,6 +185,16 @@ inline void emu_mma_tf32(float& d0, float& d1, float& d2, float& d3, unsigned a0
     d3 = d[3];
 }
 
+// wgmma.mma_async.sync.aligned.m64nNk8.f32.tf32.tf32 with both operands in shared memory
+// (descriptors a and b): recorded by the thread, done at the wgmma.wait_group that retires its
+// group (runtime.cpp says how), so shared memory overwritten before the wait shows.
+void emu_wgmma_tf32(int n, unsigned long long a, unsigned long long b, float* d, int scale_d);
+void emu_wgmma_fence();
+void emu_wgmma_commit();
+void emu_wgmma_wait(int n);
+// One thread runs every CUDA thread: the proxies see the same memory.
+inline void emu_fence_proxy_async() {}
+
 // The kernel's arguments, for emu_call (written by the test for each kernel's signature).
 struct EmuArgs {
     int M, N, K, lda, ldb, ldc;

@@ -153,6 +153,14 @@ struct EmuCopy {
     int bytes, src_bytes, group;
 };
 
+// A wgmma.mma_async a thread has issued and not yet waited for.
+struct EmuWgmma {
+    int n;
+    uint64_t a, b;
+    float* d;
+    int scale_d, group;
+};
+
 enum class EmuWarpOp { shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all, syncwarp, mma_tf32 };
 static const char* emu_op_name(EmuWarpOp op)
 {
@@ -171,6 +179,8 @@ struct EmuThread {
     State state = State::runnable;
     std::vector<EmuCopy> copies; // cp.async copies not yet done
     int group = 0;               // the cp.async group being filled
+    std::vector<EmuWgmma> wgmmas; // wgmma.mma_async not yet done
+    int wgmma_group = 0;          // the wgmma group being filled
     unsigned char* stack = nullptr;
     size_t stack_bytes = 0;
     void* fake_stack = nullptr; // AddressSanitizer's, while switched away
@@ -444,6 +454,9 @@ static void emu_thread_exit()
         if ((w.waiting >> l & 1u) && (w.lane[l].mask >> lane & 1u))
             emu_fail("lane %u waits at %s with mask 0x%08x for lane %u, which has exited", l,
                      emu_op_name(w.lane[l].op), w.lane[l].mask, lane);
+    if (!emu_current->wgmmas.empty())
+        emu_fail("the thread returned with %zu wgmma not waited for (wgmma.wait_group)",
+                 emu_current->wgmmas.size());
     emu_current->state = EmuThread::State::done;
     --b.live;
     if (b.at_barrier > 0 && b.at_barrier == b.live) emu_release_barrier();
@@ -484,20 +497,21 @@ void emu_cp_async(unsigned long long dst, const void* src, int bytes, int src_by
         emu_current->copies.push_back(c);
 }
 void emu_cp_commit() { ++emu_current->group; }
-// Retires every committed group but the newest `n`.
-void emu_cp_wait(int n)
+// Does `now` for each pending item of a group below `done_below`, in issue order, and keeps the
+// others.
+template <class T, class F> static void emu_retire(std::vector<T>& pending, int done_below, F now)
 {
-    const int done_below = emu_current->group - n;
-    std::vector<EmuCopy>& copies = emu_current->copies;
     size_t kept = 0;
-    for (size_t i = 0; i < copies.size(); ++i) {
-        if (copies[i].group < done_below)
-            emu_copy_now(copies[i]);
+    for (size_t i = 0; i < pending.size(); ++i) {
+        if (pending[i].group < done_below)
+            now(pending[i]);
         else
-            copies[kept++] = copies[i];
+            pending[kept++] = pending[i];
     }
-    copies.resize(kept);
+    pending.resize(kept);
 }
+// Retires every committed group but the newest `n`.
+void emu_cp_wait(int n) { emu_retire(emu_current->copies, emu_current->group - n, emu_copy_now); }
 void emu_red_add_v4(float* p, float a, float b, float c, float d)
 {
     if (reinterpret_cast<uintptr_t>(p) % 16 != 0) emu_fail("misaligned red.global.add.v4 at %p", p);
@@ -505,6 +519,71 @@ void emu_red_add_v4(float* p, float a, float b, float c, float d)
     atomicAdd(p + 1, b);
     atomicAdd(p + 2, c);
     atomicAdd(p + 3, d);
+}
+
+// ---- wgmma ----
+// Element (row, k) of a K-major operand tile through its descriptor (start address >> 4 in bits
+// 0-13, 8-row group stride >> 4 in bits 32-45, base offset in 49-51, layout in 62-63: 1 the
+// 128-byte swizzle, 2 the 64-byte one), read as TF32 (its low 13 bits ignored). The swizzle
+// XORs address bits 4-6 with 7-9 (128-byte) or bits 4-5 with 7-8 (64-byte).
+static double emu_wgmma_operand(uint64_t desc, int row, int k, char which)
+{
+    const unsigned start = static_cast<unsigned>(desc & 0x3fffu) << 4;
+    const unsigned sbo = static_cast<unsigned>((desc >> 32) & 0x3fffu) << 4;
+    const unsigned base_offset = static_cast<unsigned>((desc >> 49) & 7u);
+    const unsigned layout = static_cast<unsigned>(desc >> 62);
+    if (base_offset != 0)
+        emu_fail("wgmma descriptor of %c with base offset %u (tiles must be aligned to their "
+                 "swizzle's 8 rows)",
+                 which, base_offset);
+    if (layout != 1 && layout != 2)
+        emu_fail("wgmma descriptor of %c with layout %u: the emulator knows the 128-byte (1) and "
+                 "64-byte (2) swizzles",
+                 which, layout);
+    const unsigned row_bytes = layout == 1 ? 128 : 64;
+    unsigned at = start + (row / 8) * sbo + (row % 8) * row_bytes + 4 * k;
+    at ^= layout == 1 ? ((at >> 7) & 7u) << 4 : ((at >> 7) & 3u) << 4;
+    if (static_cast<size_t>(at) + 4 > emu_smem_bytes)
+        emu_fail("wgmma reads %c past the dynamic shared memory (offset %u)", which, at);
+    uint32_t u;
+    std::memcpy(&u, emu_smem + at, 4);
+    u &= 0xffffe000u;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return static_cast<double>(f);
+}
+
+// d += A B (or d = A B with scale_d 0) for this thread's accumulators: A 64 x 8, B n x 8 (rows
+// of k), the thread lane 4 g + t of warp w of its warpgroup (include/wgmma_tf32.cuh):
+//   d[4j + e] = D[16w + g + 8 (e / 2)][8j + 2t + e % 2]
+// Products and sums in double, rounded once.
+static void emu_wgmma_now(const EmuWgmma& op)
+{
+    const unsigned r = emu_tid % 128, w = r / 32, lane = r % 32, g = lane / 4, t = lane % 4;
+    for (int j = 0; j < op.n / 8; ++j)
+        for (int e = 0; e < 4; ++e) {
+            const int m = static_cast<int>(16 * w + g + 8 * (e >> 1));
+            const int col = static_cast<int>(8 * j + 2 * t + (e & 1));
+            double sum = op.scale_d ? op.d[4 * j + e] : 0.0;
+            for (int k = 0; k < 8; ++k)
+                sum += emu_wgmma_operand(op.a, m, k, 'A') * emu_wgmma_operand(op.b, col, k, 'B');
+            op.d[4 * j + e] = static_cast<float>(sum);
+        }
+}
+void emu_wgmma_tf32(int n, unsigned long long a, unsigned long long b, float* d, int scale_d)
+{
+    if (emu_block->threads.size() % 128 != 0)
+        emu_fail("wgmma in a block of %zu threads (warpgroups are 128)",
+                 emu_block->threads.size());
+    if (n % 8 != 0 || n < 8 || n > 256) emu_fail("wgmma with n = %d", n);
+    emu_current->wgmmas.push_back({n, a, b, d, scale_d, emu_current->wgmma_group});
+}
+void emu_wgmma_fence() {}
+void emu_wgmma_commit() { ++emu_current->wgmma_group; }
+// Does every committed group's wgmma but the newest `n` groups', in issue order.
+void emu_wgmma_wait(int n)
+{
+    emu_retire(emu_current->wgmmas, emu_current->wgmma_group - n, emu_wgmma_now);
 }
 
 void emu_ld_nc_n(const float* p, int lanes, float* a, float* b, float* c, float* d)

@@ -1,0 +1,158 @@
+// FP32-accurate SGEMM on Hopper's warpgroup tensor cores (3xTF32 on wgmma.mma_async, sm_90a),
+// the full cuBLAS-like interface:
+//   C_b = alpha * op(A_b) op(B_b) + beta * C_b,  b = 0 .. batch-1,  row-major convention,
+//   A_b = A + b * strideA, B_b = B + b * strideB, C_b = C + b * strideC (strides in elements).
+// Correct for every M, N, K >= 1, every lda / ldb / ldc >= the row length, every stride >= 0
+// and every 4-byte aligned pointer (16-byte loads only where the base and ld allow them). With
+// beta == 0 C is not read.
+//
+// Parameters (#defined by the tuner; TRANS_A / TRANS_B come from the problem):
+//   TRANS_A, TRANS_B  the layouts (include/gemm_layout.cuh)
+//   BM x BN     block tile: (BM/64) x (BN/WN) warpgroups, each computing 64 x WN of it with
+//               wgmma m64nWNk8 (WN 64, 128 or 256)
+//   BK          k of one stage: 32 (128-byte swizzled rows) or 16 (64-byte)
+//   STAGES      shared stages (2 or 3): the wgmma of STAGES-1 tiles may be in flight
+//   GROUP_M     block rasterization (include/tile_order.cuh)
+// Grid z walks the batch (z = min(batch, 65535); a block loops over b = blockIdx.z, + gridDim.z).
+//
+// 3xTF32 (include/tf32x3.cuh): each operand is split once, as its tile is stored to shared
+// memory (include/split_tiles.cuh), into a big and a small TF32 tile; per 8 of k each warpgroup
+// issues three wgmma, small A x big B, big A x small B, big A x big B, into FP32 accumulators.
+// The pipeline, per K tile kt: the global loads of tile kt+1 are issued into registers, the
+// wgmma of tile kt are issued (asynchronous), the loaded values are split and stored into the
+// stage of tile kt+1 while the tensor cores run, and the warpgroup waits until at most
+// STAGES-2 groups are in flight before the barrier that publishes the new stage.
+//
+// A thread notes whether any value it split had no finite TF32 part (inf, NaN, or beyond
+// FLT_MAX when rounded); if any thread of the block did, the block computes its tile again in
+// plain FP32 from global memory (include/fp32_dot.cuh: IEEE results, slow, only on such inputs).
+//
+// Shared memory (dynamic, aligned here to 1 KB for the swizzle): STAGES x [A big, A small,
+// B big, B small], each a K-major tile of BM or BN rows of BK floats.
+
+#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WN) || !defined(STAGES)
+#error "BM, BN, BK, WN and STAGES must be defined"
+#endif
+#if BM % 64 != 0 || BN % WN != 0 || (WN != 64 && WN != 128 && WN != 256) ||                    \
+    (BK != 16 && BK != 32) || STAGES < 2
+#error "BM must be a multiple of 64, WN 64, 128 or 256 dividing BN, BK 16 or 32, STAGES >= 2"
+#endif
+#define WGS_N (BN / WN)
+#define THREADS ((BM / 64) * WGS_N * 128)
+#define ROW_BYTES (BK * 4)
+#define A_TILE (BM * ROW_BYTES)
+#define B_TILE (BN * ROW_BYTES)
+#define STAGE_BYTES (2 * (A_TILE + B_TILE))
+#define WG_CAT2(a, b) a##b
+#define WG_CAT(a, b) WG_CAT2(a, b)
+#define WGMMA WG_CAT(wgmma_tf32_n, WN)
+
+#include "gemm_layout.cuh" // TRANS_A, TRANS_B
+#include "tile_order.cuh"  // TILE_ORDER_OF_BLOCK
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "tf32x3.cuh"      // split_tf32
+#include "wgmma_tf32.cuh"  // wgmma_*, swizzled
+#include "split_tiles.cuh" // SplitTile
+#include "fp32_dot.cuh"    // store_c
+
+extern "C" __global__ void __launch_bounds__(THREADS, 1)
+KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
+            float* __restrict__ C, int lda, int ldb, int ldc, long long strideA,
+            long long strideB, long long strideC, int batch, float alpha, float beta)
+{
+    extern __shared__ __align__(16) float wg_smem[];
+    const unsigned raw = (unsigned)__cvta_generic_to_shared(wg_smem);
+    const unsigned skip = (1024u - (raw & 1023u)) & 1023u;
+    unsigned char* const smem = reinterpret_cast<unsigned char*>(wg_smem) + skip;
+    const unsigned smem_at = raw + skip;
+
+    TILE_ORDER_OF_BLOCK
+    const int num_tiles = (K + BK - 1) / BK;
+    const int tid = threadIdx.x;
+    const int wg = tid >> 7; // the warpgroup, and its 64 x WN of the tile
+    const int wm0 = (wg / WGS_N) * 64;
+    const int wn0 = (wg % WGS_N) * WN;
+    const int lane = tid & 31;
+    const int row0 = wm0 + ((tid >> 5) & 3) * 16 + (lane >> 2); // the thread's first row
+    const int col0 = wn0 + 2 * (lane & 3);                      // and column
+
+    // op(A) rows are A's rows (k contiguous) unless A is stored transposed; op(B)^T rows are
+    // B's rows (k contiguous) when B is stored transposed.
+    SplitTile<BM, BK, TRANS_A == 0> ta;
+    SplitTile<BN, BK, TRANS_B == 1> tb;
+
+    for (int bz = blockIdx.z; bz < batch; bz += gridDim.z) {
+        const float* const Ab = A + (long long)bz * strideA;
+        const float* const Bb = B + (long long)bz * strideB;
+        float* const Cb = C + (long long)bz * strideC;
+        const bool vec_a = (reinterpret_cast<unsigned long long>(Ab) & 15) == 0 && lda % 4 == 0;
+        const bool vec_b = (reinterpret_cast<unsigned long long>(Bb) & 15) == 0 && ldb % 4 == 0;
+
+        float acc[WN / 2];
+#pragma unroll
+        for (int i = 0; i < WN / 2; ++i) acc[i] = 0.0f;
+        bool finite = true;
+
+        ta.load(Ab, lda, M, K, bm, 0, vec_a, tid);
+        tb.load(Bb, ldb, N, K, bn, 0, vec_b, tid);
+        ta.store(smem, smem + A_TILE, finite, tid);
+        tb.store(smem + 2 * A_TILE, smem + 2 * A_TILE + B_TILE, finite, tid);
+        fence_proxy_async();
+        __syncthreads();
+
+        for (int kt = 0; kt < num_tiles; ++kt) {
+            const bool more = kt + 1 < num_tiles;
+            if (more) {
+                ta.load(Ab, lda, M, K, bm, (kt + 1) * BK, vec_a, tid);
+                tb.load(Bb, ldb, N, K, bn, (kt + 1) * BK, vec_b, tid);
+            }
+            const unsigned st = smem_at + (kt % STAGES) * STAGE_BYTES;
+            const unsigned a_big = st + wm0 * ROW_BYTES, a_small = a_big + A_TILE;
+            const unsigned b_big = st + 2 * A_TILE + wn0 * ROW_BYTES, b_small = b_big + B_TILE;
+            wgmma_fence();
+#pragma unroll
+            for (int kk = 0; kk < BK; kk += 8) {
+                // Small terms first (include/tf32x3.cuh).
+                WGMMA(acc, wgmma_desc<ROW_BYTES>(a_small + 4 * kk),
+                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk));
+                WGMMA(acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
+                      wgmma_desc<ROW_BYTES>(b_small + 4 * kk));
+                WGMMA(acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
+                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk));
+            }
+            wgmma_commit();
+            if (more) {
+                // The stage of tile kt+1: its last reader, tile kt+1-STAGES, is complete (the
+                // wait and barrier that ended an earlier iteration).
+                unsigned char* const s = smem + ((kt + 1) % STAGES) * STAGE_BYTES;
+                ta.store(s, s + A_TILE, finite, tid);
+                tb.store(s + 2 * A_TILE, s + 2 * A_TILE + B_TILE, finite, tid);
+                fence_proxy_async();
+            }
+            wgmma_wait<STAGES - 2>();
+            __syncthreads();
+        }
+        wgmma_wait<0>();
+        // The next batch's first stores must not overwrite stages a warpgroup still reads; the
+        // barrier also tells the block whether to recompute.
+        const bool recompute = __syncthreads_or(!finite);
+
+        // ---- epilogue: d[4j + e] is row row0 + 8 (e / 2), column col0 + 8 j + e % 2 ----
+#pragma unroll
+        for (int j = 0; j < WN / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                const int m = bm + row0 + (e >> 1) * 8;
+                const int n = bn + col0 + j * 8 + (e & 1);
+                if (m < M && n < N)
+                    store_c(Cb, ldc, m, n, acc[4 * j + e], recompute, Ab, lda, Bb, ldb, K, alpha,
+                            beta);
+            }
+    }
+}
+#else
+// wgmma exists only on sm_90a: the space offers the family on sm_90 alone (`sm == 90`, compiled
+// for sm_90a), and elsewhere the kernel compiles (for fingerprints and dry runs of every arch)
+// to one that stops the launch.
+GEMM_FULL_TRAP_KERNEL
+#endif

@@ -1,0 +1,120 @@
+// Operand tiles for the wgmma 3xTF32 templates: a tile of ROWS_ rows (of op(A) or of op(B)^T)
+// by BK_ of k is read from global memory into registers (SplitTile::load), then split into its
+// TF32 parts (include/tf32x3.cuh) and stored K-major and swizzled (include/wgmma_tf32.cuh) as
+// two tiles, big and small (SplitTile::store). Loading one tile while the tensor cores work on
+// the previous one hides the global latency; the split happens once per element.
+// Expects: THREADS (the block's threads, which share the copies); include/tf32x3.cuh and
+// include/wgmma_tf32.cuh before it.
+//
+// KCONT_ says how the operand is stored: true when k is contiguous (element (r, k) at
+// src[r * ld + k]: A of NN / NT, B of NT / TT), false when r is (src[k * ld + r]: A of TN / TT,
+// B of NN / TN). Either way a thread copies 16-byte pieces along the contiguous dimension:
+//   k contiguous: chunk c of the tile is row c / (BK_/4), floats 4 (c % (BK_/4)) .. + 3 of k,
+//     stored whole (8 threads of a quarter warp cover one 128-byte row: no bank conflict);
+//   r contiguous: chunk c is a 4 x 4 block (4 rows of k, 4 of r) read as four float4 and
+//     transposed in registers; consecutive c alternate two r blocks and walk 4 of k, so each
+//     quarter warp's 16-byte stores land in 8 different chunks of the 128-byte swizzle.
+// A piece that is not whole inside the matrix, or not 16-byte aligned (vec false: the caller
+// checks the base pointer and ld once), is read element by element with bounds checks; what
+// lies outside is 0, so edge tiles need no other care.
+
+template <int ROWS_, int BK_, bool KCONT_>
+struct SplitTile {
+    static constexpr int KQ = BK_ / 4;          // 16-byte chunks of one row
+    static constexpr int PIECES = ROWS_ * KQ;   // float4 pieces of the tile
+    static constexpr int PER = (PIECES + THREADS - 1) / THREADS;    // k contiguous: pieces
+    static constexpr int PER4 = (PIECES / 4 + THREADS - 1) / THREADS; // r contiguous: blocks
+    float4 v[KCONT_ ? PER : 4 * PER4];
+
+    // Reads the tile whose first row is r0 and first k is k0 (rows below `rows`, k below K).
+    __device__ __forceinline__ void load(const float* src, int ld, int rows, int K, int r0,
+                                         int k0, bool vec, int tid)
+    {
+        if constexpr (KCONT_) {
+#pragma unroll
+            for (int i = 0; i < PER; ++i) {
+                const int c = tid + i * THREADS;
+                const int r = r0 + c / KQ, k = k0 + 4 * (c % KQ);
+                const float* p = src + (long long)r * ld + k;
+                const bool in = (PER * THREADS == PIECES || c < PIECES) && r < rows;
+                if (in && vec && k + 3 < K) {
+                    v[i] = __ldg(reinterpret_cast<const float4*>(p));
+                } else {
+                    v[i].x = in && k < K ? __ldg(p) : 0.0f;
+                    v[i].y = in && k + 1 < K ? __ldg(p + 1) : 0.0f;
+                    v[i].z = in && k + 2 < K ? __ldg(p + 2) : 0.0f;
+                    v[i].w = in && k + 3 < K ? __ldg(p + 3) : 0.0f;
+                }
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < PER4; ++i) {
+                const int c = tid + i * THREADS;
+                const int kq = (c >> 1) % KQ;
+                const int r = r0 + 4 * (2 * ((c >> 1) / KQ) + (c & 1));
+                const bool in = (PER4 * THREADS == PIECES / 4 || c < PIECES / 4) && r < rows;
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int k = k0 + 4 * kq + e;
+                    const float* p = src + (long long)k * ld + r;
+                    const bool row_in = in && k < K;
+                    float4& x = v[4 * i + e];
+                    if (row_in && vec && r + 3 < rows) {
+                        x = __ldg(reinterpret_cast<const float4*>(p));
+                    } else {
+                        x.x = row_in ? __ldg(p) : 0.0f;
+                        x.y = row_in && r + 1 < rows ? __ldg(p + 1) : 0.0f;
+                        x.z = row_in && r + 2 < rows ? __ldg(p + 2) : 0.0f;
+                        x.w = row_in && r + 3 < rows ? __ldg(p + 3) : 0.0f;
+                    }
+                }
+            }
+        }
+    }
+
+    // Splits what load read and stores it into the big and small tiles; finite becomes false
+    // if a value had no finite TF32 part.
+    __device__ __forceinline__ void store(unsigned char* big, unsigned char* small, bool& finite,
+                                          int tid) const
+    {
+        if constexpr (KCONT_) {
+#pragma unroll
+            for (int i = 0; i < PER; ++i) {
+                const int c = tid + i * THREADS;
+                if (PER * THREADS != PIECES && c >= PIECES) continue;
+                put(big, small, c / KQ, c % KQ, v[i], finite);
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < PER4; ++i) {
+                const int c = tid + i * THREADS;
+                if (PER4 * THREADS != PIECES / 4 && c >= PIECES / 4) continue;
+                const int kq = (c >> 1) % KQ;
+                const int r = 4 * (2 * ((c >> 1) / KQ) + (c & 1));
+                const float4* x = &v[4 * i];
+                put(big, small, r, kq, make_float4(x[0].x, x[1].x, x[2].x, x[3].x), finite);
+                put(big, small, r + 1, kq, make_float4(x[0].y, x[1].y, x[2].y, x[3].y), finite);
+                put(big, small, r + 2, kq, make_float4(x[0].z, x[1].z, x[2].z, x[3].z), finite);
+                put(big, small, r + 3, kq, make_float4(x[0].w, x[1].w, x[2].w, x[3].w), finite);
+            }
+        }
+    }
+
+    // Row r, chunk kq of both tiles.
+    static __device__ __forceinline__ void put(unsigned char* big, unsigned char* small, int r,
+                                               int kq, float4 x, bool& finite)
+    {
+        unsigned b[4], s[4];
+        finite &= split_tf32(x.x, b[0], s[0]);
+        finite &= split_tf32(x.y, b[1], s[1]);
+        finite &= split_tf32(x.z, b[2], s[2]);
+        finite &= split_tf32(x.w, b[3], s[3]);
+        const unsigned at = swizzled<BK_ * 4>(r, kq);
+        *reinterpret_cast<float4*>(big + at) = make_float4(
+            __uint_as_float(b[0]), __uint_as_float(b[1]), __uint_as_float(b[2]),
+            __uint_as_float(b[3]));
+        *reinterpret_cast<float4*>(small + at) = make_float4(
+            __uint_as_float(s[0]), __uint_as_float(s[1]), __uint_as_float(s[2]),
+            __uint_as_float(s[3]));
+    }
+};
