@@ -11,31 +11,38 @@
 //   BM x BN     block tile: (BM/64) x (BN/WN) warpgroups, each computing 64 x WN of it with
 //               wgmma m64nWNk8 (WN 64, 128 or 256)
 //   BK          k of one stage: 32 (128-byte swizzled rows) or 16 (64-byte)
-//   STAGES      shared stages (2 or 3): the wgmma of STAGES-1 tiles may be in flight
+//   STAGES      split stages in shared memory (2 or 3): the wgmma of STAGES-1 tiles may run
+//   RING        how the next tiles are read: 0 into registers, one tile ahead; 2 to 4 by
+//               cp.async into a ring of RING raw slots in shared memory, RING-1 tiles ahead
 //   GROUP_M     block rasterization (include/tile_order.cuh)
 // Grid z walks the batch (z = min(batch, 65535); a block loops over b = blockIdx.z, + gridDim.z).
 //
 // 3xTF32 (include/tf32x3.cuh): each operand is split once, as its tile is stored to shared
 // memory (include/split_tiles.cuh), into a big and a small TF32 tile; per 8 of k each warpgroup
 // issues three wgmma, small A x big B, big A x small B, big A x big B, into FP32 accumulators.
-// The pipeline, per K tile kt: the global loads of tile kt+1 are issued into registers, the
-// wgmma of tile kt are issued (asynchronous), the loaded values are split and stored into the
-// stage of tile kt+1 while the tensor cores run, and the warpgroup waits until at most
-// STAGES-2 groups are in flight before the barrier that publishes the new stage.
+// The pipeline, per K tile kt: the wgmma of tile kt are issued (asynchronous); tile kt+1 (read
+// into registers at the start of the iteration, or by cp.async RING-1 iterations before) is
+// split and stored into its stage while the tensor cores run; with a ring, tile kt+RING's
+// copies are issued into the slot tile kt left; the warpgroup waits until at most STAGES-2
+// groups of wgmma are in flight, and a barrier publishes the new stage.
 //
 // A thread notes whether any value it split had no finite TF32 part (inf, NaN, or beyond
 // FLT_MAX when rounded); if any thread of the block did, the block computes its tile again in
 // plain FP32 from global memory (include/fp32_dot.cuh: IEEE results, slow, only on such inputs).
 //
 // Shared memory (dynamic, aligned here to 1 KB for the swizzle): STAGES x [A big, A small,
-// B big, B small], each a K-major tile of BM or BN rows of BK floats.
+// B big, B small], each a K-major tile of BM or BN rows of BK floats, then RING raw slots of
+// BM x BK + BN x BK floats.
 
 #if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WN) || !defined(STAGES)
 #error "BM, BN, BK, WN and STAGES must be defined"
 #endif
+#ifndef RING
+#define RING 0
+#endif
 #if BM % 64 != 0 || BN % WN != 0 || (WN != 64 && WN != 128 && WN != 256) ||                    \
-    (BK != 16 && BK != 32) || STAGES < 2
-#error "BM must be a multiple of 64, WN 64, 128 or 256 dividing BN, BK 16 or 32, STAGES >= 2"
+    (BK != 16 && BK != 32) || STAGES < 2 || RING == 1 || RING < 0
+#error "BM must be a multiple of 64, WN 64, 128 or 256 dividing BN, BK 16 or 32, STAGES >= 2, RING 0 or >= 2"
 #endif
 #define WGS_N (BN / WN)
 #define THREADS ((BM / 64) * WGS_N * 128)
@@ -43,6 +50,7 @@
 #define A_TILE (BM * ROW_BYTES)
 #define B_TILE (BN * ROW_BYTES)
 #define STAGE_BYTES (2 * (A_TILE + B_TILE))
+#define SLOT_BYTES (A_TILE + B_TILE)
 #define WG_CAT2(a, b) a##b
 #define WG_CAT(a, b) WG_CAT2(a, b)
 #define WGMMA WG_CAT(wgmma_tf32_n, WN)
@@ -50,6 +58,7 @@
 #include "gemm_layout.cuh" // TRANS_A, TRANS_B
 #include "tile_order.cuh"  // TILE_ORDER_OF_BLOCK
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#include "cp_async.cuh"    // cp_async4, cp_async16
 #include "tf32x3.cuh"      // split_tf32
 #include "wgmma_tf32.cuh"  // wgmma_*, swizzled
 #include "split_tiles.cuh" // SplitTile
@@ -93,18 +102,55 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         for (int i = 0; i < WN / 2; ++i) acc[i] = 0.0f;
         bool finite = true;
 
-        ta.load(Ab, lda, M, K, bm, 0, vec_a, tid);
-        tb.load(Bb, ldb, N, K, bn, 0, vec_b, tid);
-        ta.store(smem, smem + A_TILE, finite, tid);
-        tb.store(smem + 2 * A_TILE, smem + 2 * A_TILE + B_TILE, finite, tid);
+        // The ring's slots (RING > 0), after the split stages.
+        const unsigned ring = smem_at + STAGES * STAGE_BYTES;
+        unsigned char* const ring_ptr = smem + STAGES * STAGE_BYTES;
+        // Reads tile t: into registers, or by cp.async into its ring slot.
+        auto read = [&](int t) {
+            if (RING == 0) {
+                ta.load(Ab, lda, M, K, bm, t * BK, vec_a, tid);
+                tb.load(Bb, ldb, N, K, bn, t * BK, vec_b, tid);
+            } else {
+                const int at = (t % (RING > 0 ? RING : 1)) * SLOT_BYTES;
+                ta.issue(ring + at, ring_ptr + at, Ab, lda, M, K, bm, t * BK, vec_a, tid);
+                tb.issue(ring + at + A_TILE, ring_ptr + at + A_TILE, Bb, ldb, N, K, bn, t * BK,
+                         vec_b, tid);
+            }
+        };
+        // Splits tile t (read before) into its stage.
+        auto split = [&](int t) {
+            unsigned char* const s = smem + (t % STAGES) * STAGE_BYTES;
+            if (RING == 0) {
+                ta.store(s, s + A_TILE, finite, tid);
+                tb.store(s + 2 * A_TILE, s + 2 * A_TILE + B_TILE, finite, tid);
+            } else {
+                const unsigned char* const r = ring_ptr + (t % (RING > 0 ? RING : 1)) * SLOT_BYTES;
+                ta.split_from(r, s, s + A_TILE, finite, tid);
+                tb.split_from(r + A_TILE, s + 2 * A_TILE, s + 2 * A_TILE + B_TILE, finite, tid);
+            }
+        };
+
+        if (RING == 0) {
+            read(0);
+        } else {
+#pragma unroll
+            for (int t = 0; t < RING; ++t) {
+                if (t < num_tiles) read(t);
+                cp_async_commit();
+            }
+            cp_async_wait<(RING > 0 ? RING - 1 : 0)>();
+        }
+        split(0);
         fence_proxy_async();
         __syncthreads();
 
         for (int kt = 0; kt < num_tiles; ++kt) {
             const bool more = kt + 1 < num_tiles;
-            if (more) {
-                ta.load(Ab, lda, M, K, bm, (kt + 1) * BK, vec_a, tid);
-                tb.load(Bb, ldb, N, K, bn, (kt + 1) * BK, vec_b, tid);
+            if (RING == 0) {
+                if (more) read(kt + 1);
+            } else {
+                // Tile kt+1's copies (this thread's own) are done.
+                cp_async_wait<(RING > 1 ? RING - 2 : 0)>();
             }
             const unsigned st = smem_at + (kt % STAGES) * STAGE_BYTES;
             const unsigned a_big = st + wm0 * ROW_BYTES, a_small = a_big + A_TILE;
@@ -121,18 +167,20 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                       wgmma_desc<ROW_BYTES>(b_big + 4 * kk));
             }
             wgmma_commit();
-            if (more) {
-                // The stage of tile kt+1: its last reader, tile kt+1-STAGES, is complete (the
-                // wait and barrier that ended an earlier iteration).
-                unsigned char* const s = smem + ((kt + 1) % STAGES) * STAGE_BYTES;
-                ta.store(s, s + A_TILE, finite, tid);
-                tb.store(s + 2 * A_TILE, s + 2 * A_TILE + B_TILE, finite, tid);
-                fence_proxy_async();
+            // The stage of tile kt+1: its last reader, tile kt+1-STAGES, is complete (the wait
+            // and barrier that ended an earlier iteration).
+            if (more) split(kt + 1);
+            if (RING > 0) {
+                // Into the slot tile kt left (split in the previous iteration or the prologue).
+                if (kt + RING < num_tiles) read(kt + RING);
+                cp_async_commit();
             }
+            fence_proxy_async();
             wgmma_wait<STAGES - 2>();
             __syncthreads();
         }
         wgmma_wait<0>();
+        if (RING > 0) cp_async_wait<0>(); // (empty groups past the last tile)
         // The next batch's first stores must not overwrite stages a warpgroup still reads; the
         // barrier also tells the block whether to recompute.
         const bool recompute = __syncthreads_or(!finite);

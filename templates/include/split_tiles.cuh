@@ -1,10 +1,16 @@
 // Operand tiles for the wgmma 3xTF32 templates: a tile of ROWS_ rows (of op(A) or of op(B)^T)
-// by BK_ of k is read from global memory into registers (SplitTile::load), then split into its
-// TF32 parts (include/tf32x3.cuh) and stored K-major and swizzled (include/wgmma_tf32.cuh) as
-// two tiles, big and small (SplitTile::store). Loading one tile while the tensor cores work on
-// the previous one hides the global latency; the split happens once per element.
-// Expects: THREADS (the block's threads, which share the copies); include/tf32x3.cuh and
-// include/wgmma_tf32.cuh before it.
+// by BK_ of k is read from global memory, split into its TF32 parts (include/tf32x3.cuh) and
+// stored K-major and swizzled (include/wgmma_tf32.cuh) as two tiles, big and small; the split
+// happens once per element. Two ways to read, so that the global latency hides behind the
+// tensor cores' work on earlier tiles:
+//   into registers (load, then store): one tile ahead;
+//   by cp.async into a ring of raw slots in shared memory (issue, then split_from): as many
+//     tiles ahead as the ring has slots. Each thread later splits exactly the pieces it copied
+//     (piece c at slot + 16 c; row e of 4 x 4 block c at slot + 16 (e PIECES/4 + c):
+//     consecutive threads, consecutive 16 bytes, no bank conflict), so its own cp.async wait is
+//     all the ordering it needs.
+// Expects: THREADS (the block's threads, which share the copies); include/cp_async.cuh,
+// include/tf32x3.cuh and include/wgmma_tf32.cuh before it.
 //
 // KCONT_ says how the operand is stored: true when k is contiguous (element (r, k) at
 // src[r * ld + k]: A of NN / NT, B of NT / TT), false when r is (src[k * ld + r]: A of TN / TT,
@@ -72,7 +78,81 @@ struct SplitTile {
         }
     }
 
-    // Splits what load read and stores it into the big and small tiles; finite becomes false
+    // Issues the cp.async copies of the tile load would read into the ring slot at shared
+    // address slot (and its generic pointer slot_ptr); pieces wholly outside are zeroed there.
+    __device__ __forceinline__ void issue(unsigned slot, unsigned char* slot_ptr, const float* src,
+                                          int ld, int rows, int K, int r0, int k0, bool vec,
+                                          int tid) const
+    {
+        if constexpr (KCONT_) {
+#pragma unroll
+            for (int i = 0; i < PER; ++i) {
+                const int c = tid + i * THREADS;
+                if (PER * THREADS != PIECES && c >= PIECES) continue;
+                const int r = r0 + c / KQ, k = k0 + 4 * (c % KQ);
+                piece(slot, slot_ptr, c, src, src + (long long)r * ld + k,
+                      r < rows, vec, min(K - k, 4));
+            }
+        } else {
+#pragma unroll
+            for (int i = 0; i < PER4; ++i) {
+                const int c = tid + i * THREADS;
+                if (PER4 * THREADS != PIECES / 4 && c >= PIECES / 4) continue;
+                const int kq = (c >> 1) % KQ;
+                const int r = r0 + 4 * (2 * ((c >> 1) / KQ) + (c & 1));
+#pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const int k = k0 + 4 * kq + e;
+                    piece(slot, slot_ptr, e * (PIECES / 4) + c, src,
+                          src + (long long)k * ld + r, k < K, vec, min(rows - r, 4));
+                }
+            }
+        }
+    }
+
+    // One 16-byte piece j of the slot from p: whole (one cp.async) when in, vec and all 4
+    // floats lie inside; else float by float (the first `have` of them), zero-filled.
+    static __device__ __forceinline__ void piece(unsigned slot, unsigned char* slot_ptr, int j,
+                                                 const float* base, const float* p, bool in,
+                                                 bool vec, int have)
+    {
+        const unsigned dst = slot + 16u * j;
+        if (!in || have <= 0) {
+            *reinterpret_cast<float4*>(slot_ptr + 16 * j) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        } else if (vec && have >= 4) {
+            cp_async16(dst, p);
+        } else {
+#pragma unroll
+            for (int e = 0; e < 4; ++e) cp_async4(dst + 4 * e, e < have ? p + e : base, e < have);
+        }
+    }
+
+    // Splits the pieces this thread copied into the ring slot (its copies waited for) and
+    // stores them into the big and small tiles, as store does.
+    __device__ __forceinline__ void split_from(const unsigned char* slot_ptr, unsigned char* big,
+                                               unsigned char* small, bool& finite, int tid) const
+    {
+        const float4* raw = reinterpret_cast<const float4*>(slot_ptr);
+        if constexpr (KCONT_) {
+#pragma unroll
+            for (int i = 0; i < PER; ++i) {
+                const int c = tid + i * THREADS;
+                if (PER * THREADS != PIECES && c >= PIECES) continue;
+                put(big, small, c / KQ, c % KQ, raw[c], finite);
+            }
+        } else {
+            constexpr int B4 = PIECES / 4;
+#pragma unroll
+            for (int i = 0; i < PER4; ++i) {
+                const int c = tid + i * THREADS;
+                if (PER4 * THREADS != B4 && c >= B4) continue;
+                const float4 x[4] = {raw[c], raw[B4 + c], raw[2 * B4 + c], raw[3 * B4 + c]};
+                put4(big, small, c, x, finite);
+            }
+        }
+    }
+
+    // Splits and stores what load read; finite becomes false
     // if a value had no finite TF32 part.
     __device__ __forceinline__ void store(unsigned char* big, unsigned char* small, bool& finite,
                                           int tid) const
@@ -89,15 +169,21 @@ struct SplitTile {
             for (int i = 0; i < PER4; ++i) {
                 const int c = tid + i * THREADS;
                 if (PER4 * THREADS != PIECES / 4 && c >= PIECES / 4) continue;
-                const int kq = (c >> 1) % KQ;
-                const int r = 4 * (2 * ((c >> 1) / KQ) + (c & 1));
-                const float4* x = &v[4 * i];
-                put(big, small, r, kq, make_float4(x[0].x, x[1].x, x[2].x, x[3].x), finite);
-                put(big, small, r + 1, kq, make_float4(x[0].y, x[1].y, x[2].y, x[3].y), finite);
-                put(big, small, r + 2, kq, make_float4(x[0].z, x[1].z, x[2].z, x[3].z), finite);
-                put(big, small, r + 3, kq, make_float4(x[0].w, x[1].w, x[2].w, x[3].w), finite);
+                put4(big, small, c, &v[4 * i], finite);
             }
         }
+    }
+
+    // The 4 x 4 block c (x: its 4 rows of k, each 4 of r), transposed into 4 rows of the tiles.
+    static __device__ __forceinline__ void put4(unsigned char* big, unsigned char* small, int c,
+                                                const float4* x, bool& finite)
+    {
+        const int kq = (c >> 1) % KQ;
+        const int r = 4 * (2 * ((c >> 1) / KQ) + (c & 1));
+        put(big, small, r, kq, make_float4(x[0].x, x[1].x, x[2].x, x[3].x), finite);
+        put(big, small, r + 1, kq, make_float4(x[0].y, x[1].y, x[2].y, x[3].y), finite);
+        put(big, small, r + 2, kq, make_float4(x[0].z, x[1].z, x[2].z, x[3].z), finite);
+        put(big, small, r + 3, kq, make_float4(x[0].w, x[1].w, x[2].w, x[3].w), finite);
     }
 
     // Row r, chunk kq of both tiles.
