@@ -606,5 +606,8 @@ impl Catalog {
     }
 }
 
+mod math;
+pub use math::MathExcluded;
+
 #[cfg(test)]
 mod tests;

@@ -21,11 +21,16 @@
 //! (`zero_output = true`), which makes it non-deterministic by default and cannot be declared
 //! deterministic ([`Space::deterministic`]).
 //!
+//! A space states its **math** (`math = "simt"`, the default, or `"tf32x3"`): how its kernels
+//! compute the FP32 products ([`Math`]), which database entries record and `tune --math` and a
+//! product's runtime filter on.
+//!
 //! An optional `[model]` section gives the performance model ([`crate::plan::model`]) figures it
 //! cannot derive from the launch geometry (`registers` per thread, `global_bytes` in all,
 //! `bytes_in_flight` per thread), as expressions over the same names; see [`ModelHints`].
 
 use crate::family::expr::{Env, Expr, ExprError};
+pub use crate::family::math::Math;
 use crate::problem::{Op, Shape};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -106,6 +111,8 @@ struct SpaceFile {
     deterministic: Option<bool>,
     #[serde(default)]
     interface: Interface,
+    #[serde(default)]
+    math: Math,
 }
 
 /// The kernel signature a family's kernels take (`interface` in the space file).
@@ -313,6 +320,8 @@ pub struct Space {
     pub deterministic: bool,
     /// The kernel signature (`interface`, plain unless said).
     pub interface: Interface,
+    /// How the kernels compute the products (`math`, `simt` unless said).
+    pub math: Math,
     /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency.
     model: [Option<Expr>; 4],
 }
@@ -472,6 +481,7 @@ impl Space {
             workspace_zero: file.launch.workspace_zero.unwrap_or_default(),
             deterministic,
             interface: file.interface,
+            math: file.math,
             model,
             params: file.params,
             derived,
