@@ -42,5 +42,6 @@ pub mod search;
 pub mod suite;
 pub mod tuning;
 
+pub use family::math::MathPolicy;
 pub use problem::{Op, Shape};
 pub use product::runtime::Tuned;

@@ -426,7 +426,7 @@ mod db_tests {
             ),
             (
                 DbError::MissingSchema { path: path.clone() },
-                "database r/t.toml has no top-level `schema_version`, so it does not look like a tuning database written by autotune. If it is one, add `schema_version = 5` as its first line; otherwise pass --db to use another file",
+                "database r/t.toml has no top-level `schema_version`, so it does not look like a tuning database written by autotune. If it is one, add `schema_version = 6` as its first line; otherwise pass --db to use another file",
             ),
             (
                 DbError::IsDirectory { path: path.clone() },

@@ -8,6 +8,7 @@ use autotune::cuda::isolate;
 use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::Database;
 use autotune::family::catalog::Catalog;
+use autotune::family::math::MathFilter;
 use autotune::plan::outcome::TuneReport;
 use autotune::problem::{Op, Shape};
 use autotune::report;
@@ -79,6 +80,11 @@ pub(super) struct TuneArgs {
     /// gemm_warptile_splitk); the database records which entries are.
     #[arg(long, help_heading = "Search")]
     deterministic: bool,
+    /// Which maths to tune: simt (FP32 FMAs on the CUDA cores, for FMA-exact behaviour),
+    /// tf32x3 (3xTF32 on the tensor cores), or any (both meet the FP32 tolerance). A family's
+    /// space says its math; each entry records it.
+    #[arg(long, default_value = "any", value_name = "MATH", value_parser = parse_math, help_heading = "Search")]
+    math: MathFilter,
     /// Read families from this directory (with templates/ and configs/spaces/) instead of the
     /// ones built into the binary.
     #[arg(long, value_name = "DIR", help_heading = "Search")]
@@ -653,12 +659,19 @@ pub(super) fn catalog(spaces: Option<&std::path::Path>) -> Result<Catalog> {
 }
 
 /// The families a tuning run may use: [`catalog`], only the deterministic ones with
-/// `--deterministic`.
+/// `--deterministic`, only those of the maths `--math` admits.
 fn tuning_catalog(args: &TuneArgs) -> Result<Catalog> {
     let catalog = catalog(args.spaces.as_deref())?;
-    Ok(if args.deterministic {
+    let catalog = if args.deterministic {
         catalog.deterministic_only(&args.families)?
     } else {
         catalog
-    })
+    };
+    Ok(catalog.with_math(args.math, &args.families)?)
+}
+
+/// `--math`: any, simt or tf32x3 (the error lists them).
+fn parse_math(text: &str) -> std::result::Result<MathFilter, String> {
+    text.parse()
+        .map_err(|e: autotune::family::math::MathError| e.to_string())
 }

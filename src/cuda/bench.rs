@@ -25,7 +25,7 @@ use crate::cuda::nvrtc::Compiled;
 use crate::family::space::{Launch, WorkspaceZero};
 use crate::measure::outcome::{Failure, Measured, Stage};
 use crate::measure::timing::{Stats, TimingSettings};
-use crate::measure::verify;
+use crate::measure::verify::{self, ErrorStats};
 use crate::problem::{Call, Op, Shape};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, DevicePtrMut};
@@ -316,8 +316,8 @@ impl<'d> Bench<'d> {
     }
 
     /// Validates `work`: once, or for a kernel whose workspace is zeroed only once, twice in
-    /// a row on the same workspace (both outputs must pass); the larger error.
-    fn validate(&mut self, work: &Work) -> Result<Result<f64, Failure>, RunError> {
+    /// a row on the same workspace (both outputs must pass); the larger errors.
+    fn validate(&mut self, work: &Work) -> Result<Result<ErrorStats, Failure>, RunError> {
         let mut rounds = 1;
         if let Work::Kernel(k) = work {
             if let Err(reason) = self.prepare_workspace(&k.launch) {
@@ -331,10 +331,10 @@ impl<'d> Bench<'d> {
                 rounds = 2;
             }
         }
-        let mut worst: f64 = 0.0;
+        let mut worst = ErrorStats::default();
         for round in 0..rounds {
             match self.validate_once(work)? {
-                Ok(e) => worst = worst.max(e),
+                Ok(e) => worst = worst.worst(e),
                 Err(mut f) if round > 0 => {
                     f.reason = format!(
                         "second launch on the same workspace (the first passed): {}; the kernel must leave its workspace zeroed (workspace_zero = \"once\")",
@@ -348,7 +348,7 @@ impl<'d> Bench<'d> {
         Ok(Ok(worst))
     }
 
-    fn validate_once(&mut self, work: &Work) -> Result<Result<f64, Failure>, RunError> {
+    fn validate_once(&mut self, work: &Work) -> Result<Result<ErrorStats, Failure>, RunError> {
         let name = match work {
             Work::Cublas => "cuBLAS".to_string(),
             Work::Kernel(k) => k.name.clone(),
@@ -426,12 +426,12 @@ impl<'d> Bench<'d> {
             &logical[..]
         };
         Ok(
-            verify::compare(out, &self.reference, &self.bound, cols, self.tolerance).map_err(|m| {
-                Failure {
+            verify::compare_stats(out, &self.reference, &self.bound, cols, self.tolerance).map_err(
+                |m| Failure {
                     stage: Stage::Validate,
                     reason: m.to_string(),
-                }
-            }),
+                },
+            ),
         )
     }
 
@@ -508,9 +508,10 @@ impl<'d> Bench<'d> {
         Ok(Ok(v))
     }
 
-    /// Validates and times cuBLAS: the baseline. A baseline that fails validation means the
+    /// Validates and times cuBLAS: the baseline, with its errors on the same inputs against
+    /// the same reference as every candidate's. A baseline that fails validation means the
     /// reference is wrong, which stops the run.
-    pub fn baseline(&mut self) -> Result<(Stats, f64), RunError> {
+    pub fn baseline(&mut self) -> Result<(Stats, ErrorStats), RunError> {
         let err = match self.validate(&Work::Cublas)? {
             Ok(e) => e,
             Err(f) => {
@@ -534,7 +535,7 @@ impl<'d> Bench<'d> {
 
     /// Validates a loaded kernel without timing it; returns its largest relative error.
     pub fn check(&mut self, kernel: &Loaded) -> Result<Result<f64, Failure>, RunError> {
-        self.validate(&Work::Kernel(kernel))
+        Ok(self.validate(&Work::Kernel(kernel))?.map(|e| e.max))
     }
 
     /// Validates, then times, a loaded kernel. A wrong result is never timed. `best_ms` is the
@@ -551,7 +552,8 @@ impl<'d> Bench<'d> {
         };
         Ok(self.time(&work, best_ms)?.map(|stats| Measured {
             stats,
-            max_rel_error: err,
+            max_rel_error: err.max,
+            mean_rel_error: Some(err.mean),
             registers: kernel.registers,
             local_bytes: kernel.local_bytes,
         }))

@@ -11,6 +11,7 @@ use crate::cuda::nvrtc::Compiled;
 use crate::family::space::Launch;
 use crate::measure::outcome::{Failure, Measured, Stage};
 use crate::measure::timing::{Stats, TimingSettings};
+use crate::measure::verify::ErrorStats;
 use crate::problem::{Op, Shape};
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
@@ -67,7 +68,7 @@ enum Reply {
     Ready,
     Baseline {
         stats: Stats,
-        error: f64,
+        error: ErrorStats,
     },
     /// Largest relative error of a checked kernel, or why it failed.
     Checked(Result<f64, Failure>),
@@ -417,7 +418,7 @@ impl Isolated {
 
     /// Validates and times cuBLAS in a worker. Any failure stops the run: every result is
     /// compared with it.
-    pub fn baseline(&mut self) -> Result<(Stats, f64), RunError> {
+    pub fn baseline(&mut self) -> Result<(Stats, ErrorStats), RunError> {
         let reply = self.worker()?.request(&Request::Baseline, BASELINE_LIMIT);
         match reply {
             Ok(Reply::Baseline { stats, error }) => {

@@ -50,6 +50,9 @@ pub(crate) fn entry(gpu: &str, op: Op, shape: &str, median_ms: f64) -> Entry {
         vs_cublas: 0.5 / median_ms,
         pct_of_peak: 42.25,
         max_rel_error: 1.2e-6,
+        mean_rel_error: None,
+        cublas_max_rel_error: None,
+        cublas_mean_rel_error: None,
         tolerance: 1e-4,
         tried: 120,
         failed: 3,
@@ -61,6 +64,7 @@ pub(crate) fn entry(gpu: &str, op: Op, shape: &str, median_ms: f64) -> Entry {
         partial: None,
         produced_by: None,
         deterministic: None,
+        math: Default::default(),
         also_measured: Vec::new(),
     }
 }

@@ -4,7 +4,7 @@
 //! Layout of the file:
 //!
 //! ```toml
-//! schema_version = 5
+//! schema_version = 6
 //!
 //! [[gpu]]
 //! name = "NVIDIA H100 80GB HBM3"
@@ -321,7 +321,7 @@ mod tests {
         let db = sample_db();
         db.save(&path).unwrap();
         let text = fs::read_to_string(&path).unwrap();
-        assert!(text.contains("schema_version = 5\n"), "{text}");
+        assert!(text.contains("schema_version = 6\n"), "{text}");
         assert!(text.contains("\n[[gpu]]\n"), "{text}");
         assert!(text.contains("\n[[entry]]\n"), "{text}");
         assert!(

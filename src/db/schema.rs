@@ -1,6 +1,7 @@
 //! What the database records: the GPUs ([`GpuRecord`]), the best configuration per GPU x op x
 //! shape ([`Entry`]) and where each measurement came from ([`Producer`], [`Measurement`]).
 
+use crate::family::math::Math;
 use crate::problem::{Form, Op, Shape};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -17,10 +18,12 @@ pub fn params_label(params: &BTreeMap<String, i64>) -> String {
 
 /// The newest file layout this build reads, and the one it writes. Version 2 added
 /// `[[coverage]]` ([`Coverage`]), version 3 [`Entry::deterministic`], version 4 [`Entry::form`]
-/// (layouts, padded leading dimensions, beta, batch), version 5 [`Entry::revision`]; older
-/// files (no coverage, no `deterministic`, no `form`: every entry of the plain form; no
-/// `revision`) still load.
-pub const SCHEMA_VERSION: u32 = 5;
+/// (layouts, padded leading dimensions, beta, batch), version 5 [`Entry::revision`], version 6
+/// [`Entry::math`] and the error statistics beside cuBLAS's ([`Entry::mean_rel_error`],
+/// [`Entry::cublas_max_rel_error`], [`Entry::cublas_mean_rel_error`]); older files (no
+/// coverage, no `deterministic`, no `form`: every entry of the plain form; no `revision`; no
+/// `math`: read as `simt`, see [`Entry::math_with`]; no mean or cuBLAS errors) still load.
+pub const SCHEMA_VERSION: u32 = 6;
 
 /// One GPU the database holds results for (key: `name`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -91,8 +94,24 @@ pub struct Entry {
     pub vs_cublas: f64,
     /// Achieved fraction of the GPU's FP32 peak, in percent.
     pub pct_of_peak: f64,
-    /// Largest relative error against the reference result.
+    /// Largest relative error against the reference result (each element's error over the
+    /// magnitude bound of its dot product, as validation measures it:
+    /// [`crate::measure::verify::compare_stats`]).
     pub max_rel_error: f64,
+    /// Mean relative error over the output's elements, by the same measure. `None` for
+    /// entries written before schema version 6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_rel_error: Option<f64>,
+    /// cuBLAS SGEMM's (or SGEMV's; plain FP32, no tensor-core math) largest relative error on
+    /// the same validation inputs against the same float64 reference: what
+    /// [`Entry::max_rel_error`] compares with. `None` for entries written before schema
+    /// version 6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cublas_max_rel_error: Option<f64>,
+    /// cuBLAS's mean relative error on the same inputs. `None` for entries written before
+    /// schema version 6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cublas_mean_rel_error: Option<f64>,
     /// The tolerance the result was validated against.
     pub tolerance: f64,
     /// Number of configurations evaluated.
@@ -120,6 +139,11 @@ pub struct Entry {
     /// before schema version 3: [`Entry::is_deterministic`] asks the family then.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub deterministic: Option<bool>,
+    /// How the kernel computes the products: its family's `math` when tuned. Absent (read as
+    /// `simt`) for simt entries and for entries written before schema version 6, whose math
+    /// [`Entry::math_with`] takes from the family.
+    #[serde(default, skip_serializing_if = "Math::is_simt")]
+    pub math: Math,
     /// `Some(true)` when the search was cut short (time limit, interrupt).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partial: Option<bool>,
@@ -148,6 +172,13 @@ impl Entry {
     /// `|f| catalog.deterministic(f)`); `None` when neither knows.
     pub fn is_deterministic(&self, family_says: impl FnOnce(&str) -> Option<bool>) -> Option<bool> {
         self.deterministic.or_else(|| family_says(&self.family))
+    }
+
+    /// The entry's math: what `family_says` of its family (e.g. `|f| catalog.math(f)`), which
+    /// knows it for an entry written before schema version 6 too (recorded as `simt` by
+    /// default), else as recorded.
+    pub fn math_with(&self, family_says: impl FnOnce(&str) -> Option<Math>) -> Math {
+        family_says(&self.family).unwrap_or(self.math)
     }
 
     /// The key identifying the entry in a database: `(gpu, op, m, n, k, form)`.

@@ -610,5 +610,8 @@ impl Catalog {
     }
 }
 
+mod math;
+pub use math::MathExcluded;
+
 #[cfg(test)]
 mod tests;

@@ -1,10 +1,11 @@
 //! Kernel families: the space expression language ([`expr`]), parameter spaces and their
 //! pruning ([`space`]), the catalog of templates with their instantiation ([`catalog`]), and
-//! the fingerprints that make a family's identity survive a refactor ([`fingerprint`], with
+//! the maths a family may compute with ([`math`]), the fingerprints that make a family's identity survive a refactor ([`fingerprint`], with
 //! their [`probe`]s).
 
 pub mod catalog;
 pub mod expr;
 pub mod fingerprint;
+pub mod math;
 pub mod probe;
 pub mod space;

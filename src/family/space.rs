@@ -25,11 +25,16 @@
 //! kernels are compiled for `sm_XYa` (features such as Hopper's `wgmma` exist only there), on
 //! every other arch for the plain `sm_XY` ([`Space::arch_specific`]).
 //!
+//! A space states its **math** (`math = "simt"`, the default, or `"tf32x3"`): how its kernels
+//! compute the FP32 products ([`Math`]), which database entries record and `tune --math` and a
+//! product's runtime filter on.
+//!
 //! An optional `[model]` section gives the performance model ([`crate::plan::model`]) figures it
 //! cannot derive from the launch geometry (`registers` per thread, `global_bytes` in all,
 //! `bytes_in_flight` per thread), as expressions over the same names; see [`ModelHints`].
 
 use crate::family::expr::{Env, Expr, ExprError};
+pub use crate::family::math::Math;
 use crate::problem::{Op, Shape};
 use serde::Deserialize;
 use std::collections::BTreeMap;
@@ -112,6 +117,8 @@ struct SpaceFile {
     interface: Interface,
     #[serde(default)]
     arch_specific: Vec<u32>,
+    #[serde(default)]
+    math: Math,
 }
 
 /// The kernel signature a family's kernels take (`interface` in the space file).
@@ -322,6 +329,8 @@ pub struct Space {
     /// The archs (`major * 10 + minor`) on which the kernels are compiled for the arch-specific
     /// target `sm_XYa` (`arch_specific`, empty unless said).
     pub arch_specific: Vec<u32>,
+    /// How the kernels compute the products (`math`, `simt` unless said).
+    pub math: Math,
     /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency.
     model: [Option<Expr>; 4],
 }
@@ -482,6 +491,7 @@ impl Space {
             deterministic,
             interface: file.interface,
             arch_specific: file.arch_specific.clone(),
+            math: file.math,
             model,
             params: file.params,
             derived,

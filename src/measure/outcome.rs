@@ -40,6 +40,10 @@ pub struct Measured {
     pub stats: Stats,
     /// Largest relative error seen in validation.
     pub max_rel_error: f64,
+    /// Mean relative error over the output in validation (the larger of two validations on
+    /// one workspace); `None` in journals written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_rel_error: Option<f64>,
     /// Registers per thread.
     pub registers: i32,
     /// Local memory per thread (spills), bytes.

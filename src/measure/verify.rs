@@ -260,6 +260,26 @@ pub enum Mismatch {
     },
 }
 
+/// The relative errors of an output that passed validation: each element's
+/// `|out_i - ref_i| / bound_i` (see the module docs), summarised.
+#[derive(Debug, Clone, Copy, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct ErrorStats {
+    /// The largest relative error.
+    pub max: f64,
+    /// The mean relative error over every element (0 for an empty output).
+    pub mean: f64,
+}
+
+impl ErrorStats {
+    /// The larger of each statistic of `self` and `other` (two validations of one kernel).
+    pub fn worst(self, other: ErrorStats) -> ErrorStats {
+        ErrorStats {
+            max: self.max.max(other.max),
+            mean: self.mean.max(other.mean),
+        }
+    }
+}
+
 /// Compares `out` with the reference; returns the largest relative error when every element
 /// passes. `cols` is the row length, used only to report positions.
 pub fn compare(
@@ -269,6 +289,18 @@ pub fn compare(
     cols: usize,
     tolerance: f64,
 ) -> Result<f64, Mismatch> {
+    compare_stats(out, reference, bound, cols, tolerance).map(|e| e.max)
+}
+
+/// [`compare`], returning the largest and the mean relative error when every element passes:
+/// what the database records of a kernel, and of cuBLAS on the same inputs.
+pub fn compare_stats(
+    out: &[f32],
+    reference: &[f64],
+    bound: &[f64],
+    cols: usize,
+    tolerance: f64,
+) -> Result<ErrorStats, Mismatch> {
     if out.len() != reference.len() || bound.len() != reference.len() {
         return Err(Mismatch::Length {
             got: out.len(),
@@ -276,14 +308,15 @@ pub fn compare(
         });
     }
     let cols = cols.max(1);
-    // (first non-finite index, non-finite count, worst index, worst error, count over)
-    type Acc = (Option<usize>, usize, usize, f64, usize);
-    let (nan_at, nan_count, worst, worst_err, over) = out
+    // (first non-finite index, non-finite count, worst index, worst error, count over, sum of
+    // errors)
+    type Acc = (Option<usize>, usize, usize, f64, usize, f64);
+    let (nan_at, nan_count, worst, worst_err, over, sum) = out
         .par_iter()
         .zip(reference.par_iter().zip(bound.par_iter()))
         .enumerate()
         .fold(
-            || -> Acc { (None, 0, 0, 0.0, 0) },
+            || -> Acc { (None, 0, 0, 0.0, 0, 0.0) },
             |mut acc, (i, (&o, (&r, &b)))| {
                 if !o.is_finite() {
                     acc.0 = Some(acc.0.map_or(i, |j| j.min(i)));
@@ -295,6 +328,7 @@ pub fn compare(
                 if e > tolerance {
                     acc.4 += 1;
                 }
+                acc.5 += e;
                 if e > acc.3 {
                     acc.2 = i;
                     acc.3 = e;
@@ -303,14 +337,14 @@ pub fn compare(
             },
         )
         .reduce(
-            || (None, 0, 0, 0.0, 0),
+            || (None, 0, 0, 0.0, 0, 0.0),
             |a, b| {
                 let nan_at = match (a.0, b.0) {
                     (Some(x), Some(y)) => Some(x.min(y)),
                     (x, y) => x.or(y),
                 };
                 let (wi, we) = if b.3 > a.3 { (b.2, b.3) } else { (a.2, a.3) };
-                (nan_at, a.1 + b.1, wi, we, a.4 + b.4)
+                (nan_at, a.1 + b.1, wi, we, a.4 + b.4, a.5 + b.5)
             },
         );
     if let Some(i) = nan_at {
@@ -332,7 +366,14 @@ pub fn compare(
             count: over,
         });
     }
-    Ok(worst_err)
+    Ok(ErrorStats {
+        max: worst_err,
+        mean: if out.is_empty() {
+            0.0
+        } else {
+            sum / out.len() as f64
+        },
+    })
 }
 
 #[cfg(test)]
@@ -478,6 +519,40 @@ mod tests {
             compare(&c[1..], &r, &bd, n, tol),
             Err(Mismatch::Length { .. })
         ));
+    }
+
+    #[test]
+    fn error_stats_are_the_max_and_mean_of_the_bound_normalised_errors() {
+        // Bounds 2, 4, 1 and 0 (every product zero: any error counts in full, none is 0).
+        let reference = [1.0, -2.0, 0.5, 0.0];
+        let bound = [2.0, 4.0, 1.0, 0.0];
+        let out = [1.5f32, -2.0, 0.25, 0.0];
+        let e = compare_stats(&out, &reference, &bound, 2, 1.0).unwrap();
+        // Errors 0.25, 0, 0.25, 0.
+        assert_eq!(e.max, 0.25);
+        assert!((e.mean - 0.125).abs() < 1e-15, "{e:?}");
+        assert_eq!(compare(&out, &reference, &bound, 2, 1.0), Ok(e.max));
+        // The same rule as validation: over the tolerance fails, NaN never passes.
+        assert!(compare_stats(&out, &reference, &bound, 2, 0.2).is_err());
+        let nan = [f32::NAN, -2.0, 0.5, 0.0];
+        assert!(compare_stats(&nan, &reference, &bound, 2, 1.0).is_err());
+        assert_eq!(
+            compare_stats(&[], &[], &[], 1, 1.0),
+            Ok(ErrorStats::default())
+        );
+        // A real fp32 product: the mean sits under the max, both well inside the tolerance.
+        let (m, n, k) = (16, 24, 300);
+        let a = random_values(m * k, 5, 0);
+        let b = random_values(k * n, 5, 1);
+        let (r, bd) = gemm_reference(m, n, k, &a, &b);
+        let c = naive_f32_gemm(m, n, k, &a, &b);
+        let e = compare_stats(&c, &r, &bd, n, tolerance(k as u64)).unwrap();
+        assert!(e.mean > 0.0 && e.mean < e.max, "{e:?}");
+        let w = e.worst(ErrorStats {
+            max: e.max / 2.0,
+            mean: e.mean * 2.0,
+        });
+        assert_eq!((w.max, w.mean), (e.max, e.mean * 2.0));
     }
 
     #[test]

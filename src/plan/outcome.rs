@@ -2,6 +2,7 @@
 //! of its winner, and what a GPU-free dry run found ([`DryRunReport`]). Plain data.
 
 use crate::db::{Entry, GpuRecord};
+use crate::family::math::Math;
 use crate::measure::outcome::{Failure, Measured};
 use crate::measure::timing::Stats;
 use crate::plan::FamilyCount;
@@ -45,8 +46,11 @@ pub struct TuneReport {
     pub strategy: String,
     /// cuBLAS's time.
     pub baseline: Stats,
-    /// cuBLAS's error against the reference.
+    /// cuBLAS's largest relative error against the reference, on the inputs every candidate
+    /// was validated on.
     pub baseline_error: f64,
+    /// cuBLAS's mean relative error on the same inputs (`None` where not measured).
+    pub baseline_mean_error: Option<f64>,
     /// Every candidate tried, in the order tried.
     pub results: Vec<CandidateResult>,
     /// Seed of the inputs.
@@ -65,6 +69,8 @@ pub struct TuneReport {
     pub revisions: BTreeMap<String, u32>,
     /// Whether each family's kernels are deterministic, by family name.
     pub deterministic: BTreeMap<String, bool>,
+    /// Each family's math, by family name (a family missing is `simt`).
+    pub maths: BTreeMap<String, Math>,
     /// The search was interrupted before it finished: the winner is the best so far.
     pub partial: bool,
     /// Candidates taken from the journal of an interrupted run instead of run again.
@@ -140,6 +146,9 @@ impl TuneReport {
             vs_cublas: self.baseline.median_ms / ms,
             pct_of_peak: self.pct_of_peak(ms).unwrap_or(0.0),
             max_rel_error: m.max_rel_error,
+            mean_rel_error: m.mean_rel_error,
+            cublas_max_rel_error: Some(self.baseline_error),
+            cublas_mean_rel_error: self.baseline_mean_error,
             tolerance: self.tolerance,
             tried: self.results.len() as u32,
             failed: self.failures().count() as u32,
@@ -153,6 +162,7 @@ impl TuneReport {
                 .unwrap_or_default(),
             revision: self.revisions.get(&best.family).copied(),
             deterministic: self.deterministic.get(&best.family).copied(),
+            math: self.maths.get(&best.family).copied().unwrap_or_default(),
             partial: self.partial.then_some(true),
             produced_by: None,
             also_measured: Vec::new(),

@@ -372,8 +372,16 @@ fn comment_block(
                 e.median_ms, e.min_ms, e.samples, e.vs_cublas, e.cublas_median_ms, e.gflops
             ));
             lines.push(format!(
-                "          measured for {} {} on {}, max rel. error {:.2e}, {} by autotune {}",
-                e.op, e.shape, e.gpu, e.max_rel_error, e.date, e.tool_version
+                "          measured for {} {} on {}, max rel. error {:.2e}{}, math {}, {} by autotune {}",
+                e.op,
+                e.shape,
+                e.gpu,
+                e.max_rel_error,
+                e.cublas_max_rel_error
+                    .map_or(String::new(), |c| format!(" (cuBLAS SGEMM {c:.2e})")),
+                choice.math,
+                e.date,
+                e.tool_version
             ));
             if Freshness::of(&e.checksum, Some(&family.checksum)) != Freshness::Current {
                 lines.push(format!(
@@ -678,6 +686,7 @@ mod tests {
             skipped: Vec::new(),
             prediction: None,
             vendor: false,
+            math: Default::default(),
         }
     }
 

@@ -41,6 +41,7 @@
 
 use crate::db::{Database, Entry};
 use crate::family::catalog::{Catalog, Freshness};
+use crate::family::math::{Math, MathPolicy};
 use crate::family::space::{Config, Limits};
 use crate::gpu::Arch;
 use crate::problem::{Form, Op, Shape};
@@ -102,6 +103,8 @@ pub struct Choice {
     /// measurement, or the prediction) says it is faster here. The config is what would
     /// run otherwise.
     pub vendor: bool,
+    /// How the config computes ([`Math`]): its family's, else as its entry recorded it.
+    pub math: Math,
 }
 
 /// What the coverage predicted for a shape ([`Rule::Predicted`]).
@@ -127,6 +130,11 @@ pub struct LookupOptions {
     pub coverage: bool,
     /// Call cuBLAS where the evidence says it is faster.
     pub vendor_guard: bool,
+    /// Which maths may be chosen ([`MathPolicy`]; any by default). With
+    /// [`MathPolicy::Simt`] every rule passes over the entries and portfolio configs of
+    /// families of another math (an entry's math is its family's, [`Entry::math_with`]), so
+    /// the choice is a simt kernel or, with the vendor guard, cuBLAS SGEMM.
+    pub math: MathPolicy,
 }
 
 impl Default for LookupOptions {
@@ -134,6 +142,7 @@ impl Default for LookupOptions {
         LookupOptions {
             coverage: true,
             vendor_guard: true,
+            math: MathPolicy::Any,
         }
     }
 }
@@ -144,6 +153,7 @@ impl LookupOptions {
         LookupOptions {
             coverage: false,
             vendor_guard: false,
+            math: MathPolicy::Any,
         }
     }
 }
@@ -232,18 +242,19 @@ impl Choice {
         let params = crate::family::space::params_label(&self.params);
         if let Some(p) = &self.prediction {
             return format!(
-                "{op} {}: {} {params} ({}: {:.4} ms predicted, cuBLAS {:.4} ms; best of {} configs)",
+                "{op} {}: {} {params} ({}: {:.4} ms predicted, cuBLAS {:.4} ms; best of {} configs; math {})",
                 shape.label(op),
                 self.family,
                 self.rule,
                 p.ms,
                 p.cublas_ms,
-                p.ranked
+                p.ranked,
+                self.math
             );
         }
         match &self.entry {
             Some(e) => format!(
-                "{op} {}: {} {params} ({}: {} {} on {}, {:.4} ms there, {:.3}x cuBLAS; distance {:.3})",
+                "{op} {}: {} {params} ({}: {} {} on {}, {:.4} ms there, {:.3}x cuBLAS; distance {:.3}; math {})",
                 shape.label(op),
                 self.family,
                 self.rule,
@@ -252,9 +263,16 @@ impl Choice {
                 e.gpu,
                 e.median_ms,
                 e.vs_cublas,
-                self.distance
+                self.distance,
+                self.math
             ),
-            None => format!("{op} {}: {} {params} ({})", shape.label(op), self.family, self.rule),
+            None => format!(
+                "{op} {}: {} {params} ({}; math {})",
+                shape.label(op),
+                self.family,
+                self.rule,
+                self.math
+            ),
         }
     }
 }
@@ -501,6 +519,10 @@ pub fn lookup_with(
     selector: Option<&Selector>,
 ) -> Choice {
     let mut choice = rules(db, catalog, gpu, arch, op, shape, opts, selector);
+    choice.math = match &choice.entry {
+        Some(e) => e.math_with(|f| catalog.math(f)),
+        None => catalog.math(&choice.family).unwrap_or_default(),
+    };
     if opts.vendor_guard {
         choice.vendor = !choice.beats_cublas();
     }
@@ -562,12 +584,21 @@ fn rules(
             .as_ref()
             .is_none_or(|l| matches!(f.space.reject_reason(&config, shape, l), Ok(None)))
     };
-    let of_op = || db.entries.iter().filter(move |e| e.op == op && computes(e));
+    // The maths the product allows: the entry's family says (it knows entries written before
+    // schema 6 too).
+    let math_of = |family: &str| catalog.math(family).unwrap_or(Math::Simt);
+    let admitted = |e: &Entry| opts.math.admits(e.math_with(|f| catalog.math(f)));
+    let admit_config = |c: &Config| opts.math.admits(math_of(&c.family));
+    let of_op = || {
+        db.entries
+            .iter()
+            .filter(move |e| e.op == op && computes(e) && admitted(e))
+    };
     let same_arch = |e: &&Entry| {
         e.gpu != gpu && arch.is_some_and(|a| db.gpu(&e.gpu).is_some_and(|g| g.arch == a))
     };
     let mut found = None;
-    if let Some(e) = db.get(gpu, op, shape) {
+    if let Some(e) = db.get(gpu, op, shape).filter(|e| admitted(e)) {
         if freshness(e) == Freshness::Current {
             found = Some((Rule::Exact, e, 0.0));
         } else {
@@ -577,7 +608,9 @@ fn rules(
     // Only a grid that serves the problem's form predicts for it here (`Selector::rank`
     // says none for another form); one of another form waits for rule 4.
     if found.is_none() && opts.coverage {
-        if let Some(pick) = selector.and_then(|sel| predicted(sel, shape, Rule::Predicted)) {
+        if let Some(pick) =
+            selector.and_then(|sel| predicted(sel, shape, Rule::Predicted, &admit_config))
+        {
             return Choice { skipped, ..pick };
         }
     }
@@ -589,7 +622,9 @@ fn rules(
             // Rule 4, unless the nearest entry is of the problem's form and near (rule 3).
             let near = |&(_, e, d): &(Rule, &Entry, f64)| e.form == shape.form && d <= NEAR_ENOUGH;
             if opts.coverage && !found.as_ref().is_some_and(near) {
-                if let Some(pick) = selector.and_then(|sel| predicted(sel, shape, rule)) {
+                if let Some(pick) =
+                    selector.and_then(|sel| predicted(sel, shape, rule, &admit_config))
+                {
                     return Choice { skipped, ..pick };
                 }
             }
@@ -622,6 +657,7 @@ fn rules(
             skipped,
             prediction: None,
             vendor: false,
+            math: Math::Simt,
         },
         None => {
             let (family, params) = default_config_for(op, shape);
@@ -634,6 +670,7 @@ fn rules(
                 skipped,
                 prediction: None,
                 vendor: false,
+                math: Math::Simt,
             }
         }
     }
@@ -641,11 +678,17 @@ fn rules(
 
 /// The coverage's choice for `shape`, when it ranks any config: from a grid that serves the
 /// shape's form ([`Rule::Predicted`]) or from one of another form ([`Rule::OtherForm`]).
-fn predicted(sel: &Selector, shape: Shape, rule: Rule) -> Option<Choice> {
+/// Only the configs `admit` accepts are ranked.
+fn predicted(
+    sel: &Selector,
+    shape: Shape,
+    rule: Rule,
+    admit: &dyn Fn(&Config) -> bool,
+) -> Option<Choice> {
     let ranking: Ranking = match rule {
-        Rule::Predicted => sel.rank(shape)?,
+        Rule::Predicted => sel.rank_admitting(shape, admit)?,
         _ if sel.serves(&shape.form) => return None,
-        _ => sel.rank_across(shape)?,
+        _ => sel.rank_across_admitting(shape, admit)?,
     };
     let best = ranking.configs.first()?;
     let config = sel.config(best.index)?;
@@ -664,6 +707,7 @@ fn predicted(sel: &Selector, shape: Shape, rule: Rule) -> Option<Choice> {
             ranked: ranking.configs.len(),
         }),
         vendor: false,
+        math: Math::Simt,
     })
 }
 
@@ -672,3 +716,6 @@ pub(crate) mod tests;
 
 #[cfg(test)]
 mod form_tests;
+
+#[cfg(test)]
+mod math_tests;

@@ -77,6 +77,7 @@ pub fn tune_shape(
     let mut checksums = BTreeMap::new();
     let mut revisions = BTreeMap::new();
     let mut deterministic = BTreeMap::new();
+    let mut maths = BTreeMap::new();
     let mut best: Option<f64> = None;
     // Compile every candidate at once (NVRTC runs on all cores), then measure in order of
     // prediction until the budget is spent.
@@ -88,6 +89,7 @@ pub fn tune_shape(
             checksums.insert(family.name().to_string(), family.checksum.clone());
             revisions.insert(family.name().to_string(), family.space.revision);
             deterministic.insert(family.name().to_string(), family.space.deterministic);
+            maths.insert(family.name().to_string(), family.space.math);
             let kernel = family
                 .kernel(config, shape, &dev.info.limits)
                 .map_err(|e| e.to_string());
@@ -139,7 +141,8 @@ pub fn tune_shape(
         families: Vec::new(),
         strategy: "online".to_string(),
         baseline,
-        baseline_error,
+        baseline_error: baseline_error.max,
+        baseline_mean_error: Some(baseline_error.mean),
         results,
         seed,
         tolerance: bench.tolerance(),
@@ -149,6 +152,7 @@ pub fn tune_shape(
         checksums,
         revisions,
         deterministic,
+        maths,
         partial: false,
         resumed: 0,
         worker_restarts: 0,

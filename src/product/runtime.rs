@@ -30,6 +30,7 @@ use crate::cuda::nvrtc::{self, DiskCache};
 use crate::cuda::{baseline, launch};
 use crate::db::Database;
 use crate::family::catalog::{Catalog, Kernel};
+use crate::family::math::MathPolicy;
 use crate::family::space::{Launch, WorkspaceZero};
 use crate::gpu::{Arch, DeviceInfo};
 use crate::problem::{Call, Form, Op, Shape};
@@ -203,6 +204,16 @@ impl Tuned {
     /// Which lookup rules apply ([`LookupOptions`]; all by default).
     pub fn lookup_options(mut self, options: LookupOptions) -> Tuned {
         self.options = options;
+        self
+    }
+
+    /// Which maths the runtime may launch ([`MathPolicy`]; any by default): a product that
+    /// needs FMA-exact results passes [`MathPolicy::Simt`] and never gets a tensor-core
+    /// (`tf32x3`) kernel, whatever the database holds: each problem gets a simt kernel, or
+    /// cuBLAS SGEMM where the vendor guard finds no evidence for one. Online tuning tries
+    /// kernels of the allowed maths only.
+    pub fn math(mut self, policy: MathPolicy) -> Tuned {
+        self.options.math = policy;
         self
     }
 
@@ -688,7 +699,7 @@ impl Tuned {
         if selector.is_none() && !shape.form.is_plain() {
             out = self.model_ranked(op, shape);
         } else if let Some(r) = selector.and_then(|s| {
-            let ranking = s.rank(shape)?;
+            let ranking = s.rank_admitting(shape, &|c| self.admits(c))?;
             Some(
                 ranking
                     .configs
@@ -708,6 +719,7 @@ impl Tuned {
                 }
             }
         }
+        out.retain(|c| self.admits(c));
         if out.is_empty() {
             let db = self.db.read().unwrap_or_else(|p| p.into_inner());
             let mut near: Vec<_> = db
@@ -738,8 +750,16 @@ impl Tuned {
                 out.insert(0, choice);
             }
         }
+        // Never a kernel of a math the product refuses (the lookup's choice is one it allows).
+        out.retain(|c| self.admits(c));
         out.truncate(n.max(1));
         out
+    }
+
+    /// Whether the product's math policy ([`Tuned::math`]) allows `config`'s family.
+    fn admits(&self, config: &crate::family::space::Config) -> bool {
+        let math = self.catalog.math(&config.family).unwrap_or_default();
+        self.options.math.admits(math)
     }
 
     /// Every config of `op`'s families valid on `shape`, in the performance model's order

@@ -312,10 +312,17 @@ impl Selector {
     /// ([`Selector::serves`]: a grid says nothing about another layout's speed, nor about
     /// cuBLAS's there).
     pub fn rank(&self, shape: Shape) -> Option<Ranking> {
+        self.rank_admitting(shape, &|_| true)
+    }
+
+    /// [`Selector::rank`] among the configs `admit` accepts (e.g. of the maths a product
+    /// allows): the others are not ranked, and the guard's doubt is the best admitted
+    /// config's.
+    pub fn rank_admitting(&self, shape: Shape, admit: &dyn Fn(&Config) -> bool) -> Option<Ranking> {
         if !self.serves(&shape.form) {
             return None;
         }
-        self.rank_without(shape, None)
+        self.rank_without(shape, None, admit)
     }
 
     /// Ranks the configs usable for `shape`'s form from this grid whatever its form: the
@@ -323,10 +330,24 @@ impl Selector {
     /// predicted from the nearest form measured). Its times and `doubt` are this grid's
     /// form's, so they are no evidence against cuBLAS on `shape`.
     pub fn rank_across(&self, shape: Shape) -> Option<Ranking> {
-        self.rank_without(shape, None)
+        self.rank_across_admitting(shape, &|_| true)
     }
 
-    fn rank_without(&self, shape: Shape, skip: Option<usize>) -> Option<Ranking> {
+    /// [`Selector::rank_across`] among the configs `admit` accepts.
+    pub fn rank_across_admitting(
+        &self,
+        shape: Shape,
+        admit: &dyn Fn(&Config) -> bool,
+    ) -> Option<Ranking> {
+        self.rank_without(shape, None, admit)
+    }
+
+    fn rank_without(
+        &self,
+        shape: Shape,
+        skip: Option<usize>,
+        admit: &dyn Fn(&Config) -> bool,
+    ) -> Option<Ranking> {
         let at = log_shape(shape);
         let mut near: Vec<(f64, usize)> = self
             .points
@@ -350,7 +371,7 @@ impl Selector {
             (weights > 0.0).then(|| sum / weights)
         };
         let mut configs: Vec<Predicted> = (0..self.configs.len())
-            .filter(|&i| self.is_usable_for(i, &shape.form))
+            .filter(|&i| self.is_usable_for(i, &shape.form) && admit(&self.configs[i].config))
             .filter_map(|i| {
                 // A config that failed at any neighbour is not trusted in that region.
                 if near.iter().any(|&(_, p)| self.points[p].ms[i] == 0.0) {
@@ -420,7 +441,7 @@ impl Selector {
                         .filter(|(c, t)| **t > 0.0 && self.configs[*c].current)
                         .map(|(_, t)| *t)
                         .min_by(f64::total_cmp)?;
-                let ranking = self.rank_without(p.shape, Some(i))?;
+                let ranking = self.rank_without(p.shape, Some(i), &|_| true)?;
                 let chosen = ranking.configs.first()?;
                 let chosen_ms = p.ms[chosen.index];
                 // A choice that failed here counts as cuBLAS's time x 10: the worst case.

@@ -13,7 +13,7 @@ use std::fmt::Write as _;
 pub const T4_SCHEMA_VERSION: &str = "1.0.0";
 
 /// The header of [`entries_csv`].
-pub const ENTRIES_CSV_HEADER: &str = "gpu,op,shape,m,n,k,family,kernel,params,median_ms,min_ms,spread_pct,samples,gflops,gbs,cublas_median_ms,vs_cublas,pct_of_peak,max_rel_error,tolerance,tried,failed,seed,date,tool_version,checksum,deterministic,partial,also_measured,host,device,pci_bus_id,gpu_uuid,shard";
+pub const ENTRIES_CSV_HEADER: &str = "gpu,op,shape,m,n,k,family,kernel,params,median_ms,min_ms,spread_pct,samples,gflops,gbs,cublas_median_ms,vs_cublas,pct_of_peak,max_rel_error,mean_rel_error,cublas_max_rel_error,cublas_mean_rel_error,tolerance,tried,failed,seed,date,tool_version,checksum,deterministic,math,partial,also_measured,host,device,pci_bus_id,gpu_uuid,shard";
 
 /// `field` as one CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break,
 /// with quotes doubled.
@@ -89,6 +89,7 @@ impl Row for EntryCsv<'_> {
             .join("; ");
         let by = e.produced_by.as_ref();
         let text = |f: fn(&Producer) -> Option<String>| by.and_then(f).unwrap_or_default();
+        let opt = |v: Option<f64>| v.map(|v| v.to_string()).unwrap_or_default();
         vec![
             e.gpu.clone(),
             e.op.name().to_string(),
@@ -109,6 +110,10 @@ impl Row for EntryCsv<'_> {
             e.vs_cublas.to_string(),
             e.pct_of_peak.to_string(),
             e.max_rel_error.to_string(),
+            // Empty when not recorded (entries written before schema version 6).
+            opt(e.mean_rel_error),
+            opt(e.cublas_max_rel_error),
+            opt(e.cublas_mean_rel_error),
             e.tolerance.to_string(),
             e.tried.to_string(),
             e.failed.to_string(),
@@ -118,6 +123,7 @@ impl Row for EntryCsv<'_> {
             e.checksum.clone(),
             // Empty when unknown (entries written before schema version 3).
             e.deterministic.map(|d| d.to_string()).unwrap_or_default(),
+            e.math.to_string(),
             e.partial.map(|p| p.to_string()).unwrap_or_default(),
             also,
             text(|p| Some(p.host.clone())),
@@ -140,14 +146,24 @@ pub struct JsonExport {
     pub entries: Vec<Entry>,
 }
 
-/// Entries and their GPU records as pretty-printed JSON ([`JsonExport`]).
+/// Entries and their GPU records as pretty-printed JSON ([`JsonExport`]). Every entry states
+/// its `math`, `simt` included (the database leaves that default out).
 pub fn entries_json(gpus: &[&GpuRecord], entries: &[&Entry]) -> Result<String, serde_json::Error> {
     let export = JsonExport {
         schema_version: SCHEMA_VERSION,
         gpus: gpus.iter().map(|g| (*g).clone()).collect(),
         entries: entries.iter().map(|e| (*e).clone()).collect(),
     };
-    serde_json::to_string_pretty(&export)
+    let mut value = serde_json::to_value(&export)?;
+    if let Some(list) = value.get_mut("entries").and_then(|v| v.as_array_mut()) {
+        for (v, e) in list.iter_mut().zip(&export.entries) {
+            if let Some(obj) = v.as_object_mut() {
+                obj.entry("math")
+                    .or_insert_with(|| serde_json::Value::from(e.math.name()));
+            }
+        }
+    }
+    serde_json::to_string_pretty(&value)
 }
 
 /// One `{name, value, unit}` measurement of a T4 result.
@@ -292,7 +308,11 @@ mod tests {
         let (g, e) = select(&db, None, None);
         let csv = entries_csv(&e);
         let lines: Vec<&str> = csv.lines().collect();
-        assert!(lines[0].contains(",checksum,deterministic,partial,"));
+        assert!(lines[0].contains(",checksum,deterministic,math,partial,"));
+        assert!(lines[0].contains(
+            ",max_rel_error,mean_rel_error,cublas_max_rel_error,cublas_mean_rel_error,tolerance,"
+        ));
+        assert!(lines[1].contains(",true,simt,"), "{}", lines[1]);
         // Recorded, then unknown (an entry written before schema version 3).
         let sum = |i: usize| e[i].checksum.clone();
         assert!(
@@ -328,6 +348,33 @@ mod tests {
             back.entries[0].also_measured[0].produced_by,
             other.produced_by
         );
+    }
+
+    #[test]
+    fn exports_carry_the_math_and_the_errors_beside_cublas() {
+        use crate::family::math::Math;
+        let mut db = db();
+        db.entries[0].math = Math::Tf32x3;
+        db.entries[0].mean_rel_error = Some(2.5e-7);
+        db.entries[0].cublas_max_rel_error = Some(8e-7);
+        db.entries[0].cublas_mean_rel_error = Some(1e-7);
+        let (g, e) = select(&db, None, None);
+        let csv = entries_csv(&e);
+        let lines: Vec<&str> = csv.lines().collect();
+        assert!(
+            lines[1].contains(",0.00000025,0.0000008,0.0000001,") && lines[1].contains(",tf32x3,"),
+            "{}",
+            lines[1]
+        );
+        assert!(lines[2].contains(",simt,"), "{}", lines[2]);
+        let json = entries_json(&g, &e).unwrap();
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["entries"][0]["math"], "tf32x3");
+        // JSON states simt too, which the database leaves out.
+        assert_eq!(v["entries"][1]["math"], "simt");
+        assert_eq!(v["entries"][0]["cublas_max_rel_error"], 8e-7);
+        let back: JsonExport = serde_json::from_str(&json).unwrap();
+        assert_eq!(back.entries, db.entries);
     }
 
     #[test]

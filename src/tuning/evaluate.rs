@@ -33,6 +33,7 @@ pub const POLICIES: [(&str, LookupOptions); 3] = [
         LookupOptions {
             coverage: true,
             vendor_guard: true,
+            math: crate::family::math::MathPolicy::Any,
         },
     ),
     (
@@ -40,6 +41,7 @@ pub const POLICIES: [(&str, LookupOptions); 3] = [
         LookupOptions {
             coverage: true,
             vendor_guard: false,
+            math: crate::family::math::MathPolicy::Any,
         },
     ),
     (
@@ -47,6 +49,7 @@ pub const POLICIES: [(&str, LookupOptions); 3] = [
         LookupOptions {
             coverage: false,
             vendor_guard: false,
+            math: crate::family::math::MathPolicy::Any,
         },
     ),
 ];

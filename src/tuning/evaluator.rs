@@ -10,6 +10,7 @@ use crate::family::catalog::Catalog;
 use crate::family::space::{Config, Launch, Limits};
 use crate::measure::outcome::{Failure, Measured};
 use crate::measure::timing::{Stats, TimingSettings};
+use crate::measure::verify::ErrorStats;
 use crate::problem::{Op, Shape};
 
 /// Runs candidates in this process or in worker processes.
@@ -48,8 +49,8 @@ impl<'d> Evaluator<'d> {
         })
     }
 
-    /// cuBLAS's time and error.
-    pub fn baseline(&mut self) -> Result<(Stats, f64), RunError> {
+    /// cuBLAS's time and errors (on the inputs every candidate is validated on).
+    pub fn baseline(&mut self) -> Result<(Stats, ErrorStats), RunError> {
         match self {
             Evaluator::InProcess(b) => b.baseline(),
             Evaluator::Isolated(w) => w.baseline(),

@@ -384,6 +384,7 @@ mod tests {
         Ok(Measured {
             stats: stats(ms),
             max_rel_error: 1e-7,
+            mean_rel_error: None,
             registers: 32,
             local_bytes: 0,
         })

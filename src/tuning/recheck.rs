@@ -191,6 +191,7 @@ mod tests {
                     samples: 10,
                 },
                 max_rel_error: 0.0,
+                mean_rel_error: None,
                 registers: 32,
                 local_bytes: 0,
             }),

@@ -619,6 +619,7 @@ mod tests {
                 Some(ms) => Ok(Measured {
                     stats: Stats::from_samples(&[ms, ms, ms]).unwrap(),
                     max_rel_error: 1e-7,
+                    mean_rel_error: None,
                     registers: 40,
                     local_bytes: 0,
                 }),

@@ -203,7 +203,7 @@ pub fn tune(
         if let Some(w) = writer.as_mut() {
             w.record(&Record::Baseline {
                 stats: baseline,
-                error: baseline_error,
+                error: baseline_error.max,
             })?;
         }
         let mut best: Option<f64> = results
@@ -304,6 +304,10 @@ pub fn tune(
         .for_op(op)
         .map(|f| (f.name().to_string(), f.space.deterministic))
         .collect();
+    let maths = catalog
+        .for_op(op)
+        .map(|f| (f.name().to_string(), f.space.math))
+        .collect();
     Ok(TuneReport {
         op,
         shape,
@@ -311,7 +315,8 @@ pub fn tune(
         families,
         strategy: strategy.name().to_string(),
         baseline,
-        baseline_error,
+        baseline_error: baseline_error.max,
+        baseline_mean_error: Some(baseline_error.mean),
         results,
         seed: opts.seed,
         tolerance: crate::measure::verify::tolerance(shape.k),
@@ -321,6 +326,7 @@ pub fn tune(
         checksums,
         revisions,
         deterministic,
+        maths,
         partial: searched.interrupted,
         resumed,
         worker_restarts: evaluator.restarts(),

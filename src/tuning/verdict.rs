@@ -20,6 +20,7 @@
 
 use crate::db::Entry;
 use crate::family::catalog::Freshness;
+use crate::family::math::Math;
 use crate::family::space::{params_label, Config};
 use crate::problem::{Op, Shape};
 use crate::report::{Align, Row as TableRow, Table};
@@ -143,6 +144,9 @@ pub struct Subject {
     pub claim: Option<Claim>,
     /// The claim's checksum against the family's current sources (`Current` without a claim).
     pub freshness: Freshness,
+    /// How the kernel computes: the entry's math (its family's, where the catalog knows it),
+    /// or the representative config's family's.
+    pub math: Math,
 }
 
 impl Subject {
@@ -155,6 +159,7 @@ impl Subject {
                 family: entry.family.clone(),
                 params: entry.params.clone(),
             },
+            math: entry.math,
             claim: Some(Claim {
                 gpu: entry.gpu.clone(),
                 shape: entry.shape(),
@@ -172,6 +177,7 @@ impl Subject {
             op,
             config,
             claim: None,
+            math: Math::Simt,
             freshness: if known {
                 Freshness::Current
             } else {
@@ -499,6 +505,7 @@ impl Report {
                         .as_ref()
                         .map_or("(space end)".to_string(), |c| c.shape.label(s.op)),
                     kernel: s.label(),
+                    math: s.math,
                     sources: match s.freshness {
                         Freshness::Current => "current",
                         Freshness::Stale => "STALE",
@@ -571,6 +578,7 @@ struct VerifyRow {
     /// The claim's shape, or `(space end)`.
     shape: String,
     kernel: String,
+    math: Math,
     /// Whether the kernel's sources are current, stale or of an unknown family.
     sources: &'static str,
     /// Checks passed, of `checks`.
@@ -593,6 +601,7 @@ impl TableRow for VerifyRow {
             ("op", Align::Left),
             ("shape", Align::Left),
             ("kernel", Align::Left),
+            ("math", Align::Left),
             ("sources", Align::Left),
             ("checks", Align::Right),
             ("recorded ms", Align::Right),
@@ -612,6 +621,7 @@ impl TableRow for VerifyRow {
             self.op.to_string(),
             self.shape.clone(),
             self.kernel.clone(),
+            self.math.to_string(),
             self.sources.to_string(),
             format!("{}/{} ok", self.passed, self.checks),
             ms(self.recorded_ms),

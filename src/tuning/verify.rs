@@ -161,7 +161,10 @@ pub fn subjects(
         .iter()
         .map(|e| {
             let current = catalog.get(&e.family).ok().map(|f| f.checksum.as_str());
-            Subject::of_entry(e, current)
+            Subject {
+                math: e.math_with(|f| catalog.math(f)),
+                ..Subject::of_entry(e, current)
+            }
         })
         .collect();
     if sel.space_ends {
@@ -176,7 +179,10 @@ pub fn subjects(
                 })?;
                 for c in ends {
                     if !subjects.iter().any(|s| s.config == c) {
-                        subjects.push(Subject::representative(o, c, true));
+                        subjects.push(Subject {
+                            math: f.space.math,
+                            ..Subject::representative(o, c, true)
+                        });
                     }
                 }
             }

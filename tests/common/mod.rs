@@ -387,6 +387,9 @@ pub fn entry(gpu: &str, op: Op, shape: &str) -> Entry {
         vs_cublas: 0.9 / median_ms,
         pct_of_peak: 12.5,
         max_rel_error: 1.5e-7,
+        mean_rel_error: None,
+        cublas_max_rel_error: None,
+        cublas_mean_rel_error: None,
         tolerance: 4.5e-5,
         tried: 100,
         failed: 2,
@@ -398,6 +401,7 @@ pub fn entry(gpu: &str, op: Op, shape: &str) -> Entry {
         partial: None,
         produced_by: None,
         deterministic: None,
+        math: Default::default(),
         also_measured: Vec::new(),
     }
 }
@@ -430,6 +434,7 @@ pub fn write_toy_journal(
         let outcome = outcome.map(|ms| Measured {
             stats: Stats::from_samples(&[ms, ms, ms]).unwrap(),
             max_rel_error: 1e-7,
+            mean_rel_error: None,
             registers: 40,
             local_bytes: 0,
         });

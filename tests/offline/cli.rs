@@ -474,6 +474,34 @@ fn a_negative_shape_gets_the_shape_error() {
     }
 }
 
+/// `tune --math` takes any, simt or tf32x3, and says so; a family the math filter leaves out
+/// is refused by name before any GPU or NVRTC work.
+#[test]
+fn tune_math_lists_the_accepted_values_and_refuses_an_excluded_family() {
+    common::check_usage(
+        &run(&["tune", "--math", "bogus", "--shape", "64x64x64"]),
+        &["--math", "unknown math 'bogus'", "any, simt, tf32x3"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    common::fails_with(
+        &[
+            "tune",
+            "--shape",
+            "64x64x64",
+            "--math",
+            "simt",
+            "--family",
+            "gemm_tf32x3",
+            "--dry-run",
+            "--arch",
+            "sm_90",
+        ],
+        &["'gemm_tf32x3'", "tf32x3", "simt", "gemm_warptile"],
+    );
+    let help = common::ok(&["tune", "--help"]);
+    assert!(help.contains("--math <MATH>"), "{help}");
+}
+
 /// `verify` refuses bad options before it needs a GPU: a slowdown below 1, a real arch given
 /// as --ptx-arch, a database that does not exist, a family the build lacks.
 #[test]

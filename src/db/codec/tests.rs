@@ -73,6 +73,10 @@ fn field_order_lists_cover_every_field() {
     e.partial = Some(false);
     e.deterministic = Some(true);
     e.revision = Some(1);
+    e.math = crate::family::math::Math::Tf32x3;
+    e.mean_rel_error = Some(1e-7);
+    e.cublas_max_rel_error = Some(2e-6);
+    e.cublas_mean_rel_error = Some(2e-7);
     e.produced_by = Some(producer("h", 0, Some("0/1")));
     e.also_measured = vec![Measurement::of(&e, "other.toml")];
     e.form.beta = true;
@@ -168,7 +172,7 @@ fn deterministic_round_trips_and_older_entries_load_as_unknown() {
     db.entries[0].deterministic = Some(true);
     db.entries[1].deterministic = Some(false);
     let text = db.to_toml_string().unwrap();
-    assert!(text.contains("schema_version = 5\n"), "{text}");
+    assert!(text.contains("schema_version = 6\n"), "{text}");
     // Right after the checksum, a plain key = value line.
     assert!(
         text.contains(&format!(
@@ -188,7 +192,7 @@ fn deterministic_round_trips_and_older_entries_load_as_unknown() {
     let v2 = old
         .to_toml_string()
         .unwrap()
-        .replacen("schema_version = 5", "schema_version = 2", 1);
+        .replacen("schema_version = 6", "schema_version = 2", 1);
     assert!(!v2.contains("deterministic"), "{v2}");
     let db = Database::from_toml_str(&v2, "v2.toml").unwrap();
     assert_eq!(db.schema_version, 2);
@@ -207,7 +211,7 @@ fn deterministic_round_trips_and_older_entries_load_as_unknown() {
     assert!(db
         .to_toml_string()
         .unwrap()
-        .contains("schema_version = 5\n"));
+        .contains("schema_version = 6\n"));
 }
 
 #[test]
@@ -323,7 +327,7 @@ fn coverage_db() -> Database {
 fn coverage_round_trips_byte_for_byte_with_one_point_per_line() {
     let db = coverage_db();
     let text = db.to_toml_string().unwrap();
-    assert!(text.contains("schema_version = 5\n"), "{text}");
+    assert!(text.contains("schema_version = 6\n"), "{text}");
     assert!(
         text.contains("\n[[coverage]]\ngpu = \"NVIDIA H100 80GB HBM3\"\nop = \"gemm\"\n"),
         "{text}"
@@ -519,7 +523,7 @@ fn revision_round_trips_after_the_checksum_and_older_entries_load_without() {
     assert_eq!(back, db);
     // A version 4 file (written before revisions were recorded) loads with none.
     let v4 = sample_db().to_toml_string().unwrap().replacen(
-        "schema_version = 5",
+        "schema_version = 6",
         "schema_version = 4",
         1,
     );
@@ -527,4 +531,55 @@ fn revision_round_trips_after_the_checksum_and_older_entries_load_without() {
     let old = Database::from_toml_str(&v4, "v4.toml").unwrap();
     assert_eq!(old.schema_version, 4);
     assert!(old.entries.iter().all(|e| e.revision.is_none()));
+}
+
+#[test]
+fn math_and_error_statistics_round_trip_and_version_5_files_load_without() {
+    use crate::family::math::Math;
+    let mut db = sample_db();
+    db.entries[0].math = Math::Tf32x3;
+    db.entries[0].mean_rel_error = Some(1.5e-7);
+    db.entries[0].cublas_max_rel_error = Some(9.5e-7);
+    db.entries[0].cublas_mean_rel_error = Some(1.25e-7);
+    let text = db.to_toml_string().unwrap();
+    // The errors side by side after the kernel's largest; the math after the kernel's other
+    // properties; a simt entry and one without the statistics unchanged.
+    assert!(
+        text.contains(
+            "max_rel_error = 1.2e-6\nmean_rel_error = 1.5e-7\ncublas_max_rel_error = 9.5e-7\ncublas_mean_rel_error = 1.25e-7\ntolerance = "
+        ),
+        "{text}"
+    );
+    assert_eq!(text.matches("\nmath = \"tf32x3\"\n").count(), 1, "{text}");
+    assert!(!text.contains("math = \"simt\""), "{text}");
+    assert_eq!(text.matches("mean_rel_error").count(), 2, "{text}");
+    let back = Database::from_toml_str(&text, "new.toml").unwrap();
+    assert_eq!(back, db);
+    assert_eq!(back.entries[1].math, Math::Simt);
+    // A version 5 file (before math and the error statistics were recorded) loads: every
+    // entry simt as recorded (`Entry::math_with` asks the family), no statistics.
+    let v5 = sample_db().to_toml_string().unwrap().replacen(
+        &format!("schema_version = {SCHEMA_VERSION}"),
+        "schema_version = 5",
+        1,
+    );
+    assert!(
+        !v5.contains("math") && !v5.contains("mean_rel_error"),
+        "{v5}"
+    );
+    let old = Database::from_toml_str(&v5, "v5.toml").unwrap();
+    assert_eq!(old.schema_version, 5);
+    assert!(old.entries.iter().all(|e| e.math == Math::Simt
+        && e.mean_rel_error.is_none()
+        && e.cublas_max_rel_error.is_none()
+        && e.cublas_mean_rel_error.is_none()));
+    let e = &old.entries[0];
+    assert_eq!(e.math_with(|_| Some(Math::Tf32x3)), Math::Tf32x3);
+    assert_eq!(e.math_with(|_| None), Math::Simt);
+    // An unknown math is refused with the accepted names.
+    let bad = text.replacen("math = \"tf32x3\"", "math = \"tf16\"", 1);
+    let err = Database::from_toml_str(&bad, "db.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("simt") && err.contains("tf32x3"), "{err}");
 }

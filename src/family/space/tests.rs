@@ -361,3 +361,27 @@ block"#,
     assert_eq!(launch.grid.2, 7);
     assert_eq!(launch.interface, Interface::Full);
 }
+
+#[test]
+fn math_defaults_to_simt_and_names_the_accepted_values() {
+    assert_eq!(Space::from_toml_str(SPACE, "t").unwrap().math, Math::Simt);
+    let with = |m: &str| {
+        SPACE.replace(
+            "template = \"toy.cu\"",
+            &format!("template = \"toy.cu\"\nmath = {m}"),
+        )
+    };
+    let s = Space::from_toml_str(&with("\"tf32x3\""), "t").unwrap();
+    assert_eq!(s.math, Math::Tf32x3);
+    assert_eq!(
+        Space::from_toml_str(&with("\"simt\""), "t").unwrap().math,
+        Math::Simt
+    );
+    let e = Space::from_toml_str(&with("\"tf32\""), "t.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(
+        e.contains("t.toml") && e.contains("simt") && e.contains("tf32x3"),
+        "{e}"
+    );
+}

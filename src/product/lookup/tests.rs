@@ -203,6 +203,7 @@ fn a_prediction_launches_only_when_its_least_favourable_neighbour_beats_cublas()
             ranked: 1,
         }),
         vendor: false,
+        math: Default::default(),
     };
     let margin = crate::product::select::GUARD_MARGIN;
     assert!(predicted(margin).beats_cublas());

@@ -114,6 +114,7 @@ fn the_form_edges_parse_and_cover_every_layout_beta_alpha_padding_and_batches() 
 fn subject(fresh: Freshness, median_ms: f64, cublas_ms: f64) -> Subject {
     Subject {
         op: Op::Gemm,
+        math: Default::default(),
         config: Config {
             family: "gemm_tile2d".into(),
             params: [("BM".to_string(), 64)].into(),
