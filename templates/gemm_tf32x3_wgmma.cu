@@ -11,7 +11,6 @@
 //   BM x BN     block tile: (BM/64) x (BN/WN) warpgroups, each computing 64 x WN of it with
 //               wgmma m64nWNk8 (WN 64, 128 or 256)
 //   BK          k of one stage: 32 (128-byte swizzled rows) or 16 (64-byte)
-//   STAGES      split stages in shared memory (2 or 3): the wgmma of STAGES-1 tiles may run
 //   RING        how the next tiles are read: 0 into registers, one tile ahead; 2 to 4 by
 //               cp.async into a ring of RING raw slots in shared memory, RING-1 tiles ahead
 //   GROUP_M     block rasterization (include/tile_order.cuh)
@@ -19,30 +18,34 @@
 //
 // 3xTF32 (include/tf32x3.cuh): each operand is split once, as its tile is stored to shared
 // memory (include/split_tiles.cuh), into a big and a small TF32 tile; per 8 of k each warpgroup
-// issues three wgmma, small A x big B, big A x small B, big A x big B, into FP32 accumulators.
+// issues three wgmma, small A x big B, big A x small B, big A x big B. The tensor cores add with
+// truncation, so one chain over all of K would drift (max error ~10x SGEMM's at K = 4096,
+// measured on an H100): each K tile's chain goes into its own accumulators (the first wgmma
+// with scale-d 0), added into the FP32 ones in registers, rounded to nearest, once it completes.
 // The pipeline, per K tile kt: the wgmma of tile kt are issued (asynchronous); tile kt+1 (read
 // into registers at the start of the iteration, or by cp.async RING-1 iterations before) is
 // split and stored into its stage while the tensor cores run; with a ring, tile kt+RING's
-// copies are issued into the slot tile kt left; the warpgroup waits until at most STAGES-2
-// groups of wgmma are in flight, and a barrier publishes the new stage.
+// copies are issued into the slot tile kt left; the warpgroup waits for its wgmma, adds the
+// tile's sums into the accumulators, and a barrier publishes the new stage.
 //
 // A thread notes whether any value it split had no finite TF32 part (inf, NaN, or beyond
 // FLT_MAX when rounded); if any thread of the block did, the block computes its tile again in
 // plain FP32 from global memory (include/fp32_dot.cuh: IEEE results, slow, only on such inputs).
 //
-// Shared memory (dynamic, aligned here to 1 KB for the swizzle): STAGES x [A big, A small,
+// Shared memory (dynamic, aligned here to 1 KB for the swizzle): STAGES = 2 x [A big, A small,
 // B big, B small], each a K-major tile of BM or BN rows of BK floats, then RING raw slots of
 // BM x BK + BN x BK floats.
 
-#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WN) || !defined(STAGES)
-#error "BM, BN, BK, WN and STAGES must be defined"
+#if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WN)
+#error "BM, BN, BK and WN must be defined"
 #endif
+#define STAGES 2
 #ifndef RING
 #define RING 0
 #endif
 #if BM % 64 != 0 || BN % WN != 0 || (WN != 64 && WN != 128 && WN != 256) ||                    \
-    (BK != 16 && BK != 32) || STAGES < 2 || RING == 1 || RING < 0
-#error "BM must be a multiple of 64, WN 64, 128 or 256 dividing BN, BK 16 or 32, STAGES >= 2, RING 0 or >= 2"
+    (BK != 16 && BK != 32) || RING == 1 || RING < 0
+#error "BM must be a multiple of 64, WN 64, 128 or 256 dividing BN, BK 16 or 32, RING 0 or >= 2"
 #endif
 #define WGS_N (BN / WN)
 #define THREADS ((BM / 64) * WGS_N * 128)
@@ -97,7 +100,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         const bool vec_a = (reinterpret_cast<unsigned long long>(Ab) & 15) == 0 && lda % 4 == 0;
         const bool vec_b = (reinterpret_cast<unsigned long long>(Bb) & 15) == 0 && ldb % 4 == 0;
 
-        float acc[WN / 2];
+        float acc[WN / 2], tile_acc[WN / 2];
 #pragma unroll
         for (int i = 0; i < WN / 2; ++i) acc[i] = 0.0f;
         bool finite = true;
@@ -158,17 +161,17 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < BK; kk += 8) {
-                // Small terms first (include/tf32x3.cuh).
-                WGMMA(acc, wgmma_desc<ROW_BYTES>(a_small + 4 * kk),
-                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk));
-                WGMMA(acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
-                      wgmma_desc<ROW_BYTES>(b_small + 4 * kk));
-                WGMMA(acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
-                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk));
+                // Small terms first (include/tf32x3.cuh); the tile's chain starts from 0.
+                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_small + 4 * kk),
+                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk), kk > 0);
+                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
+                      wgmma_desc<ROW_BYTES>(b_small + 4 * kk), 1);
+                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
+                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk), 1);
             }
             wgmma_commit();
-            // The stage of tile kt+1: its last reader, tile kt+1-STAGES, is complete (the wait
-            // and barrier that ended an earlier iteration).
+            // The stage of tile kt+1: its last reader, tile kt-1, is complete (the wait and
+            // barrier that ended the previous iteration).
             if (more) split(kt + 1);
             if (RING > 0) {
                 // Into the slot tile kt left (split in the previous iteration or the prologue).
@@ -176,10 +179,11 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 cp_async_commit();
             }
             fence_proxy_async();
-            wgmma_wait<STAGES - 2>();
+            wgmma_wait<0>();
+#pragma unroll
+            for (int i = 0; i < WN / 2; ++i) acc[i] += tile_acc[i];
             __syncthreads();
         }
-        wgmma_wait<0>();
         if (RING > 0) cp_async_wait<0>(); // (empty groups past the last tile)
         // The next batch's first stores must not overwrite stages a warpgroup still reads; the
         // barrier also tells the block whether to recompute.

@@ -407,17 +407,18 @@ fn tf32x3_faults_are_caught() {
         ),
         mutant(
             "gemm_tf32x3",
-            "mma_tf32(acc[i][j], a_small[i], b_big);",
+            "mma_tf32(t, a_small[i], b_big);",
             "",
             shape,
         ),
     ]);
 }
 
-/// The wgmma family's faults fail validation: a tile stored with the 128-byte swizzle's row
-/// term wrong (the descriptors read another layout), a product without its big_a * small_b term,
-/// and the wait before a stage is overwritten dropped (the stage of tile kt+1 is written while
-/// tile kt-1's wgmma may still read it: with STAGES 2, the same stage). Not here: a ring slot
+/// The wgmma family's faults are caught: a tile stored with the 128-byte swizzle's row term
+/// wrong (the descriptors read another layout), a product without its big_a * small_b term, a K
+/// tile's chain not started from 0 (the previous tile's sums added twice) fail validation; the
+/// wait for a tile's wgmma dropped (its sums read while in flight) is stopped by the emulator,
+/// as the threads return with wgmma never waited for. Not here: a ring slot
 /// split before its copies arrive. Its first read of each block finds the poison, a NaN, which
 /// sends the block to the FP32 recomputation and so gives right results; the shuffled-order
 /// and poison tests of the emulator cover cp.async waits in the other families.
@@ -432,11 +433,12 @@ fn tf32x3_wgmma_faults_are_caught() {
             .want("BK", 32),
         mutant(
             family,
-            "WGMMA(acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),\n                      wgmma_desc<ROW_BYTES>(b_small + 4 * kk));",
+            "WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),\n                      wgmma_desc<ROW_BYTES>(b_small + 4 * kk), 1);",
             "",
             shape,
         ),
-        mutant(family, "wgmma_wait<STAGES - 2>();", "", shape).want("STAGES", 2),
+        mutant(family, "(b_big + 4 * kk), kk > 0);", "(b_big + 4 * kk), 1);", shape),
+        mutant(family, "wgmma_wait<0>();", "", shape).by(Catch::Check("not waited for")),
     ]);
 }
 

@@ -80,31 +80,33 @@ static __device__ __forceinline__ void fence_proxy_async()
     "%112, %113, %114, %115, %116, %117, %118, %119, " \
     "%120, %121, %122, %123, %124, %125, %126, %127"
 
-// d += A B: A 64 x 8 (rows of a), B N x 8 (rows of b), both TF32 (the low 13 bits ignored).
+// d = A B + (scale_d ? d : 0): A 64 x 8 (rows of a), B N x 8 (rows of b), both TF32 (the low 13
+// bits ignored). The tensor cores add the products and d with truncation (round toward zero), so
+// a long chain of wgmma into one d drifts: callers add each K tile's chain into FP32 registers.
 static __device__ __forceinline__ void wgmma_tf32_n64(float (&d)[32], unsigned long long a,
-                                                      unsigned long long b)
+                                                      unsigned long long b, int scale_d)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" WG_R0 "}, "
                  "%32, %33, p, 1, 1;\n}\n"
                  : WG_D32(d, 0)
-                 : "l"(a), "l"(b), "r"(1));
+                 : "l"(a), "l"(b), "r"(scale_d));
 }
 static __device__ __forceinline__ void wgmma_tf32_n128(float (&d)[64], unsigned long long a,
-                                                       unsigned long long b)
+                                                       unsigned long long b, int scale_d)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" WG_R0 ", " WG_R32 "}, "
                  "%64, %65, p, 1, 1;\n}\n"
                  : WG_D32(d, 0), WG_D32(d, 32)
-                 : "l"(a), "l"(b), "r"(1));
+                 : "l"(a), "l"(b), "r"(scale_d));
 }
 static __device__ __forceinline__ void wgmma_tf32_n256(float (&d)[128], unsigned long long a,
-                                                       unsigned long long b)
+                                                       unsigned long long b, int scale_d)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %130, 0;\n"
                  "wgmma.mma_async.sync.aligned.m64n256k8.f32.tf32.tf32 {" WG_R0 ", " WG_R32
                  ", " WG_R64 ", " WG_R96 "}, %128, %129, p, 1, 1;\n}\n"
                  : WG_D32(d, 0), WG_D32(d, 32), WG_D32(d, 64), WG_D32(d, 96)
-                 : "l"(a), "l"(b), "r"(1));
+                 : "l"(a), "l"(b), "r"(scale_d));
 }
