@@ -405,12 +405,7 @@ fn tf32x3_faults_are_caught() {
             "(kk + t + (r & 1) * 4) * AS_LD + i * 16 + (r >> 1) * 8",
             shape,
         ),
-        mutant(
-            "gemm_tf32x3",
-            "mma_tf32(t, a_small[i], b_big);",
-            "",
-            shape,
-        ),
+        mutant("gemm_tf32x3", "mma_tf32(t, a_small[i], b_big);", "", shape),
     ]);
 }
 
