@@ -133,43 +133,39 @@ struct SplitTile {
                                                unsigned char* small, bool& finite, int tid) const
     {
         const float4* raw = reinterpret_cast<const float4*>(slot_ptr);
-        if constexpr (KCONT_) {
-#pragma unroll
-            for (int i = 0; i < PER; ++i) {
-                const int c = tid + i * THREADS;
-                if (PER * THREADS != PIECES && c >= PIECES) continue;
-                put(big, small, c / KQ, c % KQ, raw[c], finite);
-            }
-        } else {
-            constexpr int B4 = PIECES / 4;
-#pragma unroll
-            for (int i = 0; i < PER4; ++i) {
-                const int c = tid + i * THREADS;
-                if (PER4 * THREADS != B4 && c >= B4) continue;
-                const float4 x[4] = {raw[c], raw[B4 + c], raw[2 * B4 + c], raw[3 * B4 + c]};
-                put4(big, small, c, x, finite);
-            }
-        }
+        split_each(big, small, finite, tid,
+                   [&](int, int c, int e) { return raw[e * (PIECES / 4) + c]; });
     }
 
-    // Splits and stores what load read; finite becomes false
-    // if a value had no finite TF32 part.
+    // Splits and stores what load read; finite becomes false if a value had no finite TF32
+    // part.
     __device__ __forceinline__ void store(unsigned char* big, unsigned char* small, bool& finite,
                                           int tid) const
+    {
+        split_each(big, small, finite, tid,
+                   [&](int i, int, int e) { return KCONT_ ? v[i] : v[4 * i + e]; });
+    }
+
+    // Splits and stores the thread's pieces: get(i, c, e) is its i-th piece c (k contiguous,
+    // e = 0), or row e of its i-th 4 x 4 block c (r contiguous).
+    template <class Get>
+    __device__ __forceinline__ void split_each(unsigned char* big, unsigned char* small,
+                                               bool& finite, int tid, Get get) const
     {
         if constexpr (KCONT_) {
 #pragma unroll
             for (int i = 0; i < PER; ++i) {
                 const int c = tid + i * THREADS;
                 if (PER * THREADS != PIECES && c >= PIECES) continue;
-                put(big, small, c / KQ, c % KQ, v[i], finite);
+                put(big, small, c / KQ, c % KQ, get(i, c, 0), finite);
             }
         } else {
 #pragma unroll
             for (int i = 0; i < PER4; ++i) {
                 const int c = tid + i * THREADS;
                 if (PER4 * THREADS != PIECES / 4 && c >= PIECES / 4) continue;
-                put4(big, small, c, &v[4 * i], finite);
+                const float4 x[4] = {get(i, c, 0), get(i, c, 1), get(i, c, 2), get(i, c, 3)};
+                put4(big, small, c, x, finite);
             }
         }
     }
