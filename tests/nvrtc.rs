@@ -163,8 +163,8 @@ fn compile_everything(arch: &str, lib_dir: &Path, nvrtc_major: &str) -> Vec<Stri
             families: &families,
         };
         // Valid configs per family over all the shapes: each family must have some, unless
-        // its space rules the arch out (a constraint on `sm`, e.g. tensor cores), which the
-        // report must then give as the reason.
+        // its space rules the arch out (a constraint on `sm`: `sm >= 80` for TF32 tensor
+        // cores, `sm == 90` for wgmma), which the report must then give as the reason.
         let mut totals = Totals::default();
         for report in &reports {
             let shape = report["shape"].to_string();
@@ -175,7 +175,7 @@ fn compile_everything(arch: &str, lib_dir: &Path, nvrtc_major: &str) -> Vec<Stri
             let arch_rule = totals
                 .rejected_by
                 .get(family)
-                .is_some_and(|r| r.iter().any(|c| c.starts_with("sm >=")));
+                .is_some_and(|r| r.iter().any(|c| c.split_whitespace().next() == Some("sm")));
             if *valid == 0 && !arch_rule {
                 problems.push(format!(
                     "{what}: family {family} has no valid config for {arch} on any shape"
