@@ -123,12 +123,16 @@ impl Target {
     /// NVRTC's `--gpu-architecture` value for `source`: this target's (`sm_90`), with the `a`
     /// of the arch-specific variant where the source's family asks for it (`sm_90a`).
     pub fn name_for(&self, source: &Source) -> String {
-        let suffix = if self.is_specific_for(source) {
-            "a"
+        self.named(self.is_specific_for(source))
+    }
+
+    /// This target's name, with the `a` of the arch-specific variant when `specific`.
+    fn named(&self, specific: bool) -> String {
+        if specific {
+            format!("{self}a")
         } else {
-            ""
-        };
-        format!("{self}{suffix}")
+            self.to_string()
+        }
     }
 }
 
@@ -180,8 +184,7 @@ pub struct Compiled {
 impl Compiled {
     /// The `--gpu-architecture` it was compiled for: `sm_90`, `sm_90a`, `compute_75`.
     pub fn target_name(&self) -> String {
-        let suffix = if self.arch_specific { "a" } else { "" };
-        format!("{}{suffix}", self.target)
+        self.target.named(self.arch_specific)
     }
 }
 
