@@ -437,6 +437,39 @@ fn tf32x3_wgmma_faults_are_caught() {
     ]);
 }
 
+/// gemm_tf32x3_wgmma_rs (A split in registers): a dropped small term and an A fragment read
+/// from the wrong row fail validation; A's registers split anew before the wait that retires
+/// the wgmma reading them (the tensor cores read registers asynchronously) is stopped by the
+/// emulator.
+#[test]
+#[ignore = "needs g++: bash scripts/test.sh runs them"]
+fn tf32x3_wgmma_rs_faults_are_caught() {
+    require_gxx();
+    let shape = s(128, 128, 96);
+    let family = "gemm_tf32x3_wgmma_rs";
+    all_caught(&[
+        mutant(
+            family,
+            "WGMMA_RS(tile_acc, a_big[j], wgmma_desc<ROW_BYTES>(b_small + 32 * j), 1);",
+            "",
+            shape,
+        ),
+        mutant(
+            family,
+            "ta.at(s, row0 + 8, 8 * j + kt0 + 4)",
+            "ta.at(s, row0, 8 * j + kt0 + 4)",
+            shape,
+        ),
+        mutant(
+            family,
+            "wgmma_wait<0>();\n#pragma unroll\n            for (int i = 0; i < WN / 2; ++i) acc[i] += tile_acc[i];\n            if (more) split_a();",
+            "if (more) split_a();\n            wgmma_wait<0>();\n#pragma unroll\n            for (int i = 0; i < WN / 2; ++i) acc[i] += tile_acc[i];",
+            shape,
+        )
+        .by(Catch::Check("changed before the wgmma.wait_group")),
+    ]);
+}
+
 /// gemm_tf32x3 on operands with inf, -inf, NaN, FLT_MAX (which TF32 rounds to inf), large and
 /// subnormal values gives what IEEE FP32 arithmetic gives (NaN, the same infinity, or a finite
 /// value within the tolerance): its blocks that read such values compute their tile again in
@@ -446,7 +479,7 @@ fn tf32x3_wgmma_faults_are_caught() {
 fn tf32x3_gives_ieee_results_for_special_values() {
     require_gxx();
     let catalog = Catalog::builtin().unwrap();
-    for name in ["gemm_tf32x3", "gemm_tf32x3_wgmma"] {
+    for name in common::TF32X3_FAMILIES {
         tf32x3_special_values(catalog.get(name).unwrap());
     }
 }

@@ -180,7 +180,7 @@ fn tf32x3_validates_every_form() {
     let mut shapes = every_form_gemm_shapes();
     shapes.extend(["512x512x512", "256x384x2048:nt", "1000x1000x1000:tn:beta"].map(String::from));
     let shapes: Vec<&str> = shapes.iter().map(String::as_str).collect();
-    let families = ["gemm_tf32x3", "gemm_tf32x3_wgmma"].map(String::from);
+    let families = common::TF32X3_FAMILIES.map(String::from);
     validate_catalog(&dev, &cat, Op::Gemm, &shapes, &families);
 }
 
@@ -520,7 +520,7 @@ fn cross_isolates_faulting_winners() {
 fn tf32x3_gives_ieee_results_for_special_values() {
     let dev = device();
     let cat = Catalog::builtin().unwrap();
-    for name in ["gemm_tf32x3", "gemm_tf32x3_wgmma"] {
+    for name in common::TF32X3_FAMILIES {
         tf32x3_special_values(&dev, cat.get(name).unwrap());
     }
 }

@@ -31,6 +31,22 @@ __device__ __forceinline__ void cp_async16_zfill(unsigned dst, const float* src,
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
                  "r"(ok ? 16 : 0));
 }
+// One 16-byte piece at shared address dst (generic pointer dst_ptr) from p: whole (one
+// cp.async) when in, vec and all 4 floats lie inside; else float by float (the first `have`),
+// zero-filled. base: any valid address (a zero-filling copy must still name one).
+__device__ __forceinline__ void copy_piece(unsigned dst, unsigned char* dst_ptr, const float* base,
+                                           const float* p, bool in, bool vec, int have)
+{
+    if (!in || have <= 0) {
+        *reinterpret_cast<float4*>(dst_ptr) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    } else if (vec && have >= 4) {
+        cp_async16(dst, p);
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) cp_async4(dst + 4 * e, e < have ? p + e : base, e < have);
+    }
+}
+
 // Closes the group of the copies issued since the last commit.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::); }
 // Waits until at most N_ groups are still in flight.

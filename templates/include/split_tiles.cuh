@@ -110,21 +110,12 @@ struct SplitTile {
         }
     }
 
-    // One 16-byte piece j of the slot from p: whole (one cp.async) when in, vec and all 4
-    // floats lie inside; else float by float (the first `have` of them), zero-filled.
+    // One 16-byte piece j of the slot from p (include/cp_async.cuh).
     static __device__ __forceinline__ void piece(unsigned slot, unsigned char* slot_ptr, int j,
                                                  const float* base, const float* p, bool in,
                                                  bool vec, int have)
     {
-        const unsigned dst = slot + 16u * j;
-        if (!in || have <= 0) {
-            *reinterpret_cast<float4*>(slot_ptr + 16 * j) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-        } else if (vec && have >= 4) {
-            cp_async16(dst, p);
-        } else {
-#pragma unroll
-            for (int e = 0; e < 4; ++e) cp_async4(dst + 4 * e, e < have ? p + e : base, e < have);
-        }
+        copy_piece(slot + 16u * j, slot_ptr + 16 * j, base, p, in, vec, have);
     }
 
     // Splits the pieces this thread copied into the ring slot (its copies waited for) and

@@ -110,3 +110,25 @@ static __device__ __forceinline__ void wgmma_tf32_n256(float (&d)[128], unsigned
                  : WG_D32(d, 0), WG_D32(d, 32), WG_D32(d, 64), WG_D32(d, 96)
                  : "l"(a), "l"(b), "r"(scale_d));
 }
+
+// The same with A from registers: a[0..3] this thread's TF32 fragment of A 64 x 8 (lane 4 g + t
+// of warp w: A[16w + g][t], A[16w + g + 8][t], A[16w + g][t + 4], A[16w + g + 8][t + 4]). The
+// tensor cores read the registers asynchronously: they must not change before the wait.
+static __device__ __forceinline__ void wgmma_tf32_rs_n64(float (&d)[32], const unsigned (&a)[4],
+                                                         unsigned long long b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {" WG_R0 "}, "
+                 "{%32, %33, %34, %35}, %36, p, 1, 1;\n}\n"
+                 : WG_D32(d, 0)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}
+static __device__ __forceinline__ void wgmma_tf32_rs_n128(float (&d)[64], const unsigned (&a)[4],
+                                                          unsigned long long b, int scale_d)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {" WG_R0 ", " WG_R32 "}, "
+                 "{%64, %65, %66, %67}, %68, p, 1, 1;\n}\n"
+                 : WG_D32(d, 0), WG_D32(d, 32)
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "r"(scale_d));
+}

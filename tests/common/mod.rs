@@ -28,6 +28,9 @@ pub const H200_DB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/h200-
 pub const GEMM_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suites/gemm.toml");
 /// A shipped gemv suite.
 pub const GEMV_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suites/gemv.toml");
+/// The families of 3xTF32 math (tensor cores, FP32 accuracy), each tested on special values and
+/// on every form.
+pub const TF32X3_FAMILIES: [&str; 3] = ["gemm_tf32x3", "gemm_tf32x3_wgmma", "gemm_tf32x3_wgmma_rs"];
 
 /// The repository root (the crate's manifest directory).
 pub fn root() -> &'static Path {

@@ -192,6 +192,25 @@ fn emulate_asm(body: &str) -> Result<String, String> {
         }
         let d = op(0)?;
         let d = d.split(',').next().unwrap_or_default().trim().to_string();
+        // A from registers: a second brace list, the four fragment registers (by address, so
+        // that the emulator can tell when they change before the wait).
+        if rest.contains("}, {") {
+            if ops.len() < 7 {
+                return Err(format!(
+                    "wgmma without its accumulators, A registers, descriptor and scale: {ptx}"
+                ));
+            }
+            let last = ops.len() - 6;
+            let a = (last..last + 4)
+                .map(|i| op(i).map(|o| format!("&({o})")))
+                .collect::<Result<Vec<_>, _>>()?;
+            return Ok(format!(
+                "emu_wgmma_tf32_rs({n}, {}, {}, {d}, {});",
+                a.join(", "),
+                op(last + 4)?,
+                op(last + 5)?
+            ));
+        }
         let last = ops.len() - 3;
         return Ok(format!(
             "emu_wgmma_tf32({n}, {}, {}, {d}, {});",

@@ -189,6 +189,11 @@ inline void emu_mma_tf32(float& d0, float& d1, float& d2, float& d3, unsigned a0
 // (descriptors a and b): recorded by the thread, done at the wgmma.wait_group that retires its
 // group (runtime.cpp says how), so shared memory overwritten before the wait shows.
 void emu_wgmma_tf32(int n, unsigned long long a, unsigned long long b, float* d, int scale_d);
+// The same with A from registers: this thread's fragment registers a0..a3 (lane 4 g + t of warp
+// w: A[16w + g][t], A[16w + g + 8][t], A[16w + g][t + 4], A[16w + g + 8][t + 4]), gathered over
+// the warp when every lane has issued; the wait fails if they changed before it.
+void emu_wgmma_tf32_rs(int n, const unsigned* a0, const unsigned* a1, const unsigned* a2,
+                       const unsigned* a3, unsigned long long b, float* d, int scale_d);
 void emu_wgmma_fence();
 void emu_wgmma_commit();
 void emu_wgmma_wait(int n);

@@ -159,14 +159,32 @@ struct EmuWgmma {
     uint64_t a, b;
     float* d;
     int scale_d, group;
+    // A from registers: this thread's fragment registers and their values at the issue, and the
+    // thread's two rows of A (16w + g, then + 8; 8 of k each) gathered over the warp.
+    bool rs = false;
+    const uint32_t* regs[4] = {};
+    uint32_t vals[4] = {};
+    double rows[16] = {};
 };
 
-enum class EmuWarpOp { shfl, shfl_up, shfl_down, shfl_xor, ballot, any, all, syncwarp, mma_tf32 };
+enum class EmuWarpOp {
+    shfl,
+    shfl_up,
+    shfl_down,
+    shfl_xor,
+    ballot,
+    any,
+    all,
+    syncwarp,
+    mma_tf32,
+    wgmma_rs
+};
 static const char* emu_op_name(EmuWarpOp op)
 {
     static const char* const names[] = {"__shfl_sync",   "__shfl_up_sync", "__shfl_down_sync",
                                         "__shfl_xor_sync", "__ballot_sync", "__any_sync",
-                                        "__all_sync",     "__syncwarp",     "mma.sync"};
+                                        "__all_sync",     "__syncwarp",     "mma.sync",
+                                        "wgmma.mma_async"};
     return names[static_cast<int>(op)];
 }
 
@@ -198,6 +216,8 @@ struct EmuWarp {
         // mma.sync: the lane's accumulators (read and written) and its A and B fragments.
         float* d = nullptr;
         const uint32_t* a = nullptr;
+        // wgmma with A from registers: the lane's two rows of A, gathered at completion.
+        double rows[16] = {};
         const uint32_t* b = nullptr;
     } lane[32];
 };
@@ -312,11 +332,13 @@ static unsigned emu_shfl_source(const EmuWarp::Lane& c, unsigned lane)
 // Completes a call that every lane of `mask` has reached: each lane's result, and each may go
 // on.
 static void emu_mma_complete(EmuWarp& w);
+static void emu_wgmma_rs_complete(EmuWarp& w);
 
 static void emu_warp_complete(unsigned warp, uint32_t mask)
 {
     EmuWarp& w = emu_block->warps[warp];
     if (w.lane[__builtin_ctz(mask)].op == EmuWarpOp::mma_tf32) emu_mma_complete(w);
+    if (w.lane[__builtin_ctz(mask)].op == EmuWarpOp::wgmma_rs) emu_wgmma_rs_complete(w);
     uint32_t votes = 0;
     for (unsigned l = 0; l < 32; ++l)
         if ((mask >> l & 1u) && w.lane[l].value != 0) votes |= 1u << l;
@@ -335,6 +357,7 @@ static void emu_warp_complete(unsigned warp, uint32_t mask)
             break;
         case EmuWarpOp::syncwarp:
         case EmuWarpOp::mma_tf32:
+        case EmuWarpOp::wgmma_rs:
             c.result = 0;
             break;
         default: {
@@ -559,6 +582,12 @@ static double emu_wgmma_operand(uint64_t desc, int row, int k, char which)
 // Products and sums in double, rounded once.
 static void emu_wgmma_now(const EmuWgmma& op)
 {
+    if (op.rs)
+        for (int i = 0; i < 4; ++i)
+            if (*op.regs[i] != op.vals[i])
+                emu_fail("a wgmma's A register a%d changed before the wgmma.wait_group that "
+                         "retires it",
+                         i);
     const unsigned r = emu_tid % 128, w = r / 32, lane = r % 32, g = lane / 4, t = lane % 4;
     for (int j = 0; j < op.n / 8; ++j)
         for (int e = 0; e < 4; ++e) {
@@ -566,7 +595,8 @@ static void emu_wgmma_now(const EmuWgmma& op)
             const int col = static_cast<int>(8 * j + 2 * t + (e & 1));
             double sum = op.scale_d ? op.d[4 * j + e] : 0.0;
             for (int k = 0; k < 8; ++k)
-                sum += emu_wgmma_operand(op.a, m, k, 'A') * emu_wgmma_operand(op.b, col, k, 'B');
+                sum += (op.rs ? op.rows[8 * (e >> 1) + k] : emu_wgmma_operand(op.a, m, k, 'A')) *
+                       emu_wgmma_operand(op.b, col, k, 'B');
             op.d[4 * j + e] = static_cast<float>(sum);
         }
 }
@@ -577,6 +607,53 @@ void emu_wgmma_tf32(int n, unsigned long long a, unsigned long long b, float* d,
                  emu_block->threads.size());
     if (n % 8 != 0 || n < 8 || n > 256) emu_fail("wgmma with n = %d", n);
     emu_current->wgmmas.push_back({n, a, b, d, scale_d, emu_current->wgmma_group});
+}
+// Gathers A over the warp (include/wgmma_tf32.cuh's register fragment layout), read as TF32,
+// into each lane's two rows.
+static void emu_wgmma_rs_complete(EmuWarp& w)
+{
+    auto tf32 = [](uint32_t u) {
+        u &= 0xffffe000u;
+        float f;
+        std::memcpy(&f, &u, 4);
+        return static_cast<double>(f);
+    };
+    double A[16][8];
+    for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        const uint32_t* a = w.lane[lane].a;
+        A[g][t] = tf32(a[0]);
+        A[g + 8][t] = tf32(a[1]);
+        A[g][t + 4] = tf32(a[2]);
+        A[g + 8][t + 4] = tf32(a[3]);
+    }
+    for (int lane = 0; lane < 32; ++lane)
+        for (int k = 0; k < 8; ++k) {
+            w.lane[lane].rows[k] = A[lane / 4][k];
+            w.lane[lane].rows[8 + k] = A[lane / 4 + 8][k];
+        }
+}
+void emu_wgmma_tf32_rs(int n, const unsigned* a0, const unsigned* a1, const unsigned* a2,
+                       const unsigned* a3, unsigned long long b, float* d, int scale_d)
+{
+    if (emu_block->threads.size() % 128 != 0)
+        emu_fail("wgmma in a block of %zu threads (warpgroups are 128)",
+                 emu_block->threads.size());
+    if (n % 8 != 0 || n < 8 || n > 256) emu_fail("wgmma with n = %d", n);
+    EmuWgmma op{n, 0, b, d, scale_d, emu_current->wgmma_group};
+    op.rs = true;
+    const unsigned* regs[4] = {a0, a1, a2, a3};
+    for (int i = 0; i < 4; ++i) {
+        op.regs[i] = regs[i];
+        op.vals[i] = *regs[i];
+    }
+    const unsigned lane = emu_tid % 32;
+    EmuWarp& w = emu_block->warps[emu_tid / 32];
+    if (w.lanes != 32) emu_fail("wgmma in a warp of %u lanes (it needs all 32)", w.lanes);
+    w.lane[lane].a = op.vals;
+    emu_warp_call(static_cast<int>(EmuWarpOp::wgmma_rs), 0xffffffffu, 0, 0, 32);
+    std::memcpy(op.rows, w.lane[lane].rows, sizeof op.rows);
+    emu_current->wgmmas.push_back(op);
 }
 void emu_wgmma_fence() {}
 void emu_wgmma_commit() { ++emu_current->wgmma_group; }
