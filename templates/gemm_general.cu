@@ -69,10 +69,6 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             float* __restrict__ C, int lda, int ldb, int ldc, long long strideA,
             long long strideB, long long strideC, int batch, float alpha, float beta)
 {
-    extern __shared__ __align__(16) float gg_smem[];
-    float* const As = gg_smem;                     // [STAGES][BK][AS_LD]
-    float* const Bs = gg_smem + STAGES * AS_STAGE; // [STAGES][BK][BS_LD]
-
     // ---- which tile of C ----
     WARPTILE_TILE_OF_BLOCK
     const int num_tiles = (K + BK - 1) / BK;
@@ -80,6 +76,9 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     // Block-uniform: the tile lies inside M and N, so interior K tiles need no checks.
     const bool interior = bm + BM <= M && bn + BN <= N;
 
+    extern __shared__ __align__(16) float gg_smem[];
+    float* const As = gg_smem;                     // [STAGES][BK][AS_LD]
+    float* const Bs = gg_smem + STAGES * AS_STAGE; // [STAGES][BK][BS_LD]
     GEMM_GENERAL_COPY_GEOMETRY
 
     // ---- this thread's place in the warp tile ----
@@ -88,9 +87,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     GEMM_GENERAL_COPY_SHARED
 
     for (int bz = blockIdx.z; bz < batch; bz += gridDim.z) {
-        const float* const Ab = A + (long long)bz * strideA;
-        const float* const Bb = B + (long long)bz * strideB;
-        float* const Cb = C + (long long)bz * strideC;
+        GEMM_BATCH_MATRICES(bz)
         const int kb = 0; // the K range [kb, ke)
         const int ke = K;
         GEMM_GENERAL_BATCH_PRODUCT(acc)

@@ -90,6 +90,7 @@
 #define XS_W(j, kk) wr[j] + k0 + kk
 #include "small_m_xs.cuh"  // xs_stage, xs_rows
 #include "vec_cols.cuh"    // VEC_COLS_LOADER
+#include "small_m_tile.cuh" // SMALL_M_PARTS_STORE, SMALL_M_PARTS_SUM
 
 #if TRANS_B == 0
 // gsm_cols<V4>(brow, col, b): the VEC floats of B's row brow at this lane's columns: one
@@ -237,23 +238,8 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 #endif
 #else
         // The warps' partial tiles, red[w][r][c] (c relative to n0), summed in warp order.
-#pragma unroll
-        for (int r = 0; r < MT; ++r) {
-#pragma unroll
-            for (int v = 0; v < VEC; ++v)
-                red[(w * MT + r) * COLS + (v4 ? 4 * lane + v : v * 32 + lane)] = acc[r][v];
-        }
-        __syncthreads();
-        for (int o = tid; o < MT * COLS; o += THREADS) {
-            const int r = o / COLS;
-            const int c = o - r * COLS;
-            float s = red[o];
-#pragma unroll
-            for (int t = 1; t < WARPS; ++t) s += red[t * MT * COLS + o];
-            const int m = m0 + r;
-            const int n = n0 + c;
-            if (m < M && n < N) store_scaled(Cb + (long long)m * ldc + n, s, alpha, beta);
-        }
+        SMALL_M_PARTS_STORE(w, (v4 ? 4 * lane + v : v * 32 + lane))
+        SMALL_M_PARTS_SUM(tid, WARPS, store_scaled(Cb + (long long)m * ldc + n, s, alpha, beta))
 #endif
     }
 }

@@ -125,9 +125,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         const int ke = K;
 #endif
         const int num_tiles = (ke - kb + BK - 1) / BK;
-        const float* const Ab = A + (long long)bz * strideA;
-        const float* const Bb = B + (long long)bz * strideB;
-        float* const Cb = C + (long long)bz * strideC;
+        GEMM_BATCH_MATRICES(bz)
         GEMM_GENERAL_BATCH_PRODUCT(acc)
 
 #if SPLIT_K > 1

@@ -23,20 +23,11 @@
 // Determinism: each thread adds its k in increasing order, and the KS partial sums of an
 // output are added in the order ty = 0, 1, ..., KS - 1: bit-identical run to run.
 
-#if !defined(MT) || !defined(VEC) || !defined(BX) || !defined(KS) || !defined(UNROLL)
-#error "MT, VEC, BX, KS and UNROLL must be defined"
-#endif
-#if VEC != 1 && VEC != 2 && VEC != 4
-#error "VEC must be 1, 2 or 4"
-#endif
-#if BX % 32 != 0
-#error "BX must be a multiple of 32"
-#endif
-
 #define THREADS (BX * KS)
 #define COLS (BX * VEC)
 
 #include "small_m_rows.cuh" // load_b, SMALL_M_COLUMNS_AND_ROWS, SMALL_M_UNROLLED_STEP
+#include "small_m_tile.cuh" // SMALL_M_TILE_OF_BLOCK, SMALL_M_ACCUMULATE, ...
 
 // This thread's partial sums acc[r][v] = sum over its k of A[m0 + r][k] * B[k][column v].
 template <bool VECOK>
@@ -67,62 +58,15 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             float* __restrict__ C)
 {
     const int mtiles = (M + MT - 1) / MT;
-    const int nb = blockIdx.x / mtiles;
-    const int mb = blockIdx.x - nb * mtiles;
-    const int m0 = mb * MT;
-    const int n0 = nb * COLS;
-    const int tx = threadIdx.x;
-    const int ty = threadIdx.y;
-    // Block-uniform: every row of B starts 4 * VEC-byte aligned when B does and N % VEC == 0.
-    const bool vecok =
-        VEC > 1 && N % VEC == 0 && (((unsigned long long)B) & (unsigned long long)(4 * VEC - 1)) == 0;
-
-    float acc[MT][VEC];
-#pragma unroll
-    for (int r = 0; r < MT; ++r) {
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) acc[r][v] = 0.0f;
-    }
-    if (vecok)
-        accumulate<true>(M, N, K, A, B, m0, n0, tx, ty, acc);
-    else
-        accumulate<false>(M, N, K, A, B, m0, n0, tx, ty, acc);
-
-    // The column (relative to n0) of acc[.][v], in [0, COLS).
-    int out[VEC];
-#pragma unroll
-    for (int v = 0; v < VEC; ++v) out[v] = vecok ? tx * VEC + v : v * BX + tx;
+    SMALL_M_TILE_OF_BLOCK(blockIdx.x)
+    SMALL_M_ACCUMULATE(M, N, K, A, B, m0, n0, tx, ty)
 
 #if KS == 1
-#pragma unroll
-    for (int r = 0; r < MT; ++r) {
-        const int m = m0 + r;
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) {
-            const int n = n0 + out[v];
-            if (m < M && n < N) C[(size_t)m * N + n] = acc[r][v];
-        }
-    }
+    SMALL_M_STORE_ACC
 #else
     // red[s][r][c]: thread row s's partial sum of output (m0 + r, n0 + c).
     __shared__ float red[KS * MT * COLS];
-#pragma unroll
-    for (int r = 0; r < MT; ++r) {
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) red[(ty * MT + r) * COLS + out[v]] = acc[r][v];
-    }
-    __syncthreads();
-    // Each output is summed by one thread, over s in a fixed order; consecutive threads take
-    // consecutive columns (conflict-free reads, coalesced stores).
-    for (int o = ty * BX + tx; o < MT * COLS; o += THREADS) {
-        const int r = o / COLS;
-        const int c = o - r * COLS;
-        float s = red[o];
-#pragma unroll
-        for (int t = 1; t < KS; ++t) s += red[t * MT * COLS + o];
-        const int m = m0 + r;
-        const int n = n0 + c;
-        if (m < M && n < N) C[(size_t)m * N + n] = s;
-    }
+    SMALL_M_PARTS_STORE(ty, out[v])
+    SMALL_M_PARTS_SUM(ty * BX + tx, KS, C[(size_t)m * N + n] = s)
 #endif
 }

@@ -80,10 +80,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
             float* __restrict__ C, float* workspace)
 {
-    extern __shared__ __align__(16) float wt_smem[];
-    float* const As = wt_smem;                     // [STAGES][BK][AS_LD]
-    float* const Bs = wt_smem + STAGES * AS_STAGE; // [STAGES][BK][BN]
-
     // ---- which tile of C, which chunk of K ----
     const int tiles_n = (N + BN - 1) / BN;
     const int tiles_m = (M + BM - 1) / BM;
@@ -114,6 +110,9 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 
     const int tid = threadIdx.x;
     // ---- the copies (B unchecked on interior tiles, aligned or not) ----
+    extern __shared__ __align__(16) float wt_smem[];
+    float* const As = wt_smem;                     // [STAGES][BK][AS_LD]
+    float* const Bs = wt_smem + STAGES * AS_STAGE; // [STAGES][BK][BN]
     WARPTILE_COPIES_ANY_B
 
     // ---- this thread's place in the warp tile ----

@@ -107,10 +107,6 @@ extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
             float* __restrict__ C, float* workspace)
 {
-    extern __shared__ __align__(16) float wt_smem[];
-    float* const As = wt_smem;                     // [STAGES][BK][AS_LD]
-    float* const Bs = wt_smem + STAGES * AS_STAGE; // [STAGES][BK][BN]
-
     // ---- the partition (the space's derived DP_TILES, SK_TILES, SK_G compute the same) ----
     const int tiles_n = (N + BN - 1) / BN;
     const int tiles_m = (M + BM - 1) / BM;
@@ -138,6 +134,9 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     unsigned* const counters =
         reinterpret_cast<unsigned*>(workspace + (long long)g * 2 * (BM * BN));
 
+    extern __shared__ __align__(16) float wt_smem[];
+    float* const As = wt_smem;                     // [STAGES][BK][AS_LD]
+    float* const Bs = wt_smem + STAGES * AS_STAGE; // [STAGES][BK][BN]
     float acc[FRAG_M][FRAG_N];
     // Segments: the part of one tile in this block's range, in order. All conditions below
     // are block-uniform, so every barrier is reached by the whole block.

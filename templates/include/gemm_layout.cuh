@@ -13,6 +13,12 @@
 #error "TRANS_A and TRANS_B must be 0 or 1"
 #endif
 
+// Batch bz's matrices Ab, Bb, Cb (the strides are in elements).
+#define GEMM_BATCH_MATRICES(bz)                                                              \
+    const float* const Ab = A + (long long)bz * strideA;                                       \
+    const float* const Bb = B + (long long)bz * strideB;                                       \
+    float* const Cb = C + (long long)bz * strideC;
+
 // A kernel of the full interface's signature that stops the launch: what a template compiles to
 // on archs that lack what it needs (the space never offers it there; fingerprints and dry runs
 // of every arch still compile it).

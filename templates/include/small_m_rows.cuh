@@ -15,6 +15,15 @@
 #ifndef SMALL_M_B_HINT
 #define SMALL_M_B_HINT 0
 #endif
+#if !defined(MT) || !defined(VEC) || !defined(BX) || !defined(KS) || !defined(UNROLL)
+#error "MT, VEC, BX, KS and UNROLL must be defined"
+#endif
+#if VEC != 1 && VEC != 2 && VEC != 4
+#error "VEC must be 1, 2 or 4"
+#endif
+#if BX % 32 != 0
+#error "BX must be a multiple of 32"
+#endif
 // One float, two or four of a row of B (p aligned to the vector): the hinted loads, else __ldg.
 #if SMALL_M_B_HINT && defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 static __device__ __forceinline__ float ld_b1(const float* p)

@@ -4,20 +4,8 @@
 // fixed order. The two families differ only in how B is read (SMALL_M_B_HINT, small_m_rows.cuh).
 // Expects: MT, VEC, BX, KS, UNROLL, SPLIT (1 when not defined), KERNEL_NAME.
 
-#if !defined(MT) || !defined(VEC) || !defined(BX) || !defined(KS) || !defined(UNROLL)
-#error "MT, VEC, BX, KS and UNROLL must be defined"
-#endif
 #ifndef SPLIT
 #define SPLIT 1
-#endif
-#if VEC != 1 && VEC != 2 && VEC != 4
-#error "VEC must be 1, 2 or 4"
-#endif
-#if BX % 32 != 0
-#error "BX must be a multiple of 32"
-#endif
-#if SPLIT < 1 || UNROLL < 1 || KS < 1 || MT < 1
-#error "SPLIT, UNROLL, KS and MT must be at least 1"
 #endif
 
 #define THREADS (BX * KS)
@@ -32,7 +20,11 @@
 #endif
 
 #include "small_m_rows.cuh" // load_b, SMALL_M_COLUMNS_AND_ROWS, SMALL_M_UNROLLED_STEP
+#include "small_m_tile.cuh" // SMALL_M_TILE_OF_BLOCK, SMALL_M_ACCUMULATE, ...
 #include "split_fixup.cuh"  // split_count_in_last_by
+#if SPLIT < 1 || UNROLL < 1 || KS < 1 || MT < 1
+#error "SPLIT, UNROLL, KS and MT must be at least 1"
+#endif
 
 // This thread's partial sums acc[r][v] = sum over its k in [k_begin, k_end) of
 // A[m0 + r][k] * B[k][column v], k increasing.
@@ -106,12 +98,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
 {
     const int mtiles = (M + MT - 1) / MT;
     const int tile = blockIdx.x;
-    const int nb = tile / mtiles;
-    const int mb = tile - nb * mtiles;
-    const int m0 = mb * MT;
-    const int n0 = nb * COLS;
-    const int tx = threadIdx.x;
-    const int ty = threadIdx.y;
+    SMALL_M_TILE_OF_BLOCK(tile)
 #if SPLIT > 1
     // Chunks of a multiple of 4 rows; `splits` (1..SPLIT) of them are non-empty. A block of an
     // empty chunk exits before any barrier (the whole block: the condition is uniform).
@@ -125,25 +112,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     const int k_begin = 0;
     const int k_end = K;
 #endif
-    // Block-uniform: every row of B starts 4 * VEC-byte aligned when B does and N % VEC == 0.
-    const bool vecok =
-        VEC > 1 && N % VEC == 0 && (((unsigned long long)B) & (unsigned long long)(4 * VEC - 1)) == 0;
-
-    float acc[MT][VEC];
-#pragma unroll
-    for (int r = 0; r < MT; ++r) {
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) acc[r][v] = 0.0f;
-    }
-    if (vecok)
-        accumulate<true>(M, N, K, A, B, m0, n0, tx, ty, k_begin, k_end, acc);
-    else
-        accumulate<false>(M, N, K, A, B, m0, n0, tx, ty, k_begin, k_end, acc);
-
-    // The column (relative to n0) of acc[.][v], in [0, COLS).
-    int out[VEC];
-#pragma unroll
-    for (int v = 0; v < VEC; ++v) out[v] = vecok ? tx * VEC + v : v * BX + tx;
+    SMALL_M_ACCUMULATE(M, N, K, A, B, m0, n0, tx, ty, k_begin, k_end)
 
 #if SPLIT > 1
     // The chunks' partial tiles, [SPLIT][tiles][TILE], then the tiles' counters. Slot s of a
@@ -211,24 +180,11 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         reset_counter(counter);
     }
 #endif
-#pragma unroll
-    for (int r = 0; r < MT; ++r) {
-        const int m = m0 + r;
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) {
-            const int n = n0 + out[v];
-            if (m < M && n < N) C[(size_t)m * N + n] = acc[r][v];
-        }
-    }
+    SMALL_M_STORE_ACC
 #else
     // red[s][r][c]: thread row s's partial sum of output (m0 + r, n0 + c).
     __shared__ float red[KS * TILE];
-#pragma unroll
-    for (int r = 0; r < MT; ++r) {
-#pragma unroll
-        for (int v = 0; v < VEC; ++v) red[(ty * MT + r) * COLS + out[v]] = acc[r][v];
-    }
-    __syncthreads();
+    SMALL_M_PARTS_STORE(ty, out[v])
     // Each output is summed by one thread, over s in a fixed order; consecutive threads take
     // consecutive columns (conflict-free reads, coalesced stores).
     const int first = ty * BX + tx;
