@@ -68,6 +68,7 @@
 #include "split_tiles.cuh" // SplitTile
 #include "raw_frag.cuh"    // RawFragTile
 #include "fp32_dot.cuh"    // store_c
+#include "wgmma_block.cuh" // WGMMA_BLOCK_SETUP, WGMMA_BATCH_SETUP, WGMMA_STORE_C
 
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -75,20 +76,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             long long strideB, long long strideC, int batch, float alpha, float beta)
 {
     extern __shared__ __align__(16) float wg_smem[];
-    const unsigned raw = (unsigned)__cvta_generic_to_shared(wg_smem);
-    const unsigned skip = (1024u - (raw & 1023u)) & 1023u;
-    unsigned char* const smem = reinterpret_cast<unsigned char*>(wg_smem) + skip;
-    const unsigned smem_at = raw + skip;
-
-    TILE_ORDER_OF_BLOCK
-    const int num_tiles = (K + BK - 1) / BK;
-    const int tid = threadIdx.x;
-    const int wg = tid >> 7; // the warpgroup, and its 64 x WN of the tile
-    const int wm0 = (wg / WGS_N) * 64;
-    const int wn0 = (wg % WGS_N) * WN;
-    const int lane = tid & 31;
-    const int row0 = wm0 + ((tid >> 5) & 3) * 16 + (lane >> 2); // the thread's first row
-    const int col0 = wn0 + 2 * (lane & 3);                      // and column
+    WGMMA_BLOCK_SETUP
     const int kt0 = lane & 3;                                   // its k in each 8
 
     // op(A) rows are A's rows (k contiguous) unless A is stored transposed; op(B)^T rows are
@@ -99,15 +87,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     unsigned char* const ring_ptr = smem + 2 * STAGE_BYTES;
 
     for (int bz = blockIdx.z; bz < batch; bz += gridDim.z) {
-        const float* const Ab = A + (long long)bz * strideA;
-        const float* const Bb = B + (long long)bz * strideB;
-        float* const Cb = C + (long long)bz * strideC;
-        const bool vec_a = (reinterpret_cast<unsigned long long>(Ab) & 15) == 0 && lda % 4 == 0;
-        const bool vec_b = (reinterpret_cast<unsigned long long>(Bb) & 15) == 0 && ldb % 4 == 0;
-
-        float acc[WN / 2], tile_acc[WN / 2];
-#pragma unroll
-        for (int i = 0; i < WN / 2; ++i) acc[i] = 0.0f;
+        WGMMA_BATCH_SETUP(bz)
         bool finite = true;
         // This thread's A fragments: raw (read ahead), and split (the wgmma's operands).
         float a_next[KSTEPS][4];
@@ -190,17 +170,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
         // barrier also tells the block whether to recompute.
         const bool recompute = __syncthreads_or(!finite);
 
-        // ---- epilogue: d[4j + e] is row row0 + 8 (e / 2), column col0 + 8 j + e % 2 ----
-#pragma unroll
-        for (int j = 0; j < WN / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-                const int m = bm + row0 + (e >> 1) * 8;
-                const int n = bn + col0 + j * 8 + (e & 1);
-                if (m < M && n < N)
-                    store_c(Cb, ldc, m, n, acc[4 * j + e], recompute, Ab, lda, Bb, ldb, K, alpha,
-                            beta);
-            }
+        WGMMA_STORE_C
     }
 }
 #else
