@@ -12,6 +12,7 @@ pub mod cross;
 pub mod evaluate;
 pub mod evaluator;
 pub mod journal;
+pub mod queue;
 pub mod recheck;
 pub mod replay;
 pub mod rescore;
