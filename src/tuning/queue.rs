@@ -442,9 +442,38 @@ impl<R, E> Drop for PutBack<'_, R, E> {
     }
 }
 
+/// A lane's busy time, without its error: what a run returns to show.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Busy {
+    /// The lane.
+    pub lane: Lane,
+    /// Units it finished.
+    pub units: usize,
+    /// Time inside units.
+    pub busy: Duration,
+    /// Time opening the device.
+    pub setup: Duration,
+    /// Whether it was lost (or could not be opened).
+    pub lost: bool,
+}
+
+impl<E> LaneReport<E> {
+    /// Its busy time, and why it stopped early.
+    pub fn split(self) -> (Busy, Option<E>) {
+        let busy = Busy {
+            lane: self.lane,
+            units: self.units,
+            busy: self.busy,
+            setup: self.setup,
+            lost: self.lost.is_some(),
+        };
+        (busy, self.lost)
+    }
+}
+
 /// The busy time of each lane against the run's wall time, one line per lane:
-/// `device 0 (NVIDIA H100): 8 unit(s), busy 30.2 s of 31.0 s wall (97%)`.
-pub fn busy_table<E>(lanes: &[LaneReport<E>], wall: Duration) -> String {
+/// `device 0 (NVIDIA H100): 8 unit(s), busy 30.2 s of 31.0 s wall (97%), setup 0.4 s`.
+pub fn busy_table(lanes: &[Busy], wall: Duration) -> String {
     let wall_s = wall.as_secs_f64();
     let mut out = String::new();
     for l in lanes {
@@ -455,7 +484,7 @@ pub fn busy_table<E>(lanes: &[LaneReport<E>], wall: Duration) -> String {
             l.units,
             100.0 * busy / wall_s.max(1e-9),
             l.setup.as_secs_f64(),
-            if l.lost.is_some() { ", lost" } else { "" }
+            if l.lost { ", lost" } else { "" }
         ));
     }
     out
