@@ -143,14 +143,13 @@ fn seconds(s: f64) -> String {
 /// What a run over several devices prints at its end: each device's busy time against the
 /// wall time, and how many kernels NVRTC compiled (each once, however many devices).
 fn devices_summary(
-    busy: &[autotune::tuning::queue::Busy],
-    wall: std::time::Duration,
+    usage: &autotune::tuning::queue::Usage,
     cache: &autotune::cuda::nvrtc::Cache,
 ) -> String {
     format!(
         "devices: busy time over {:.1} s of wall time\n{}compile: NVRTC compiled {} kernel(s) in this run, each once for all devices ({} lookup(s) served by the shared cache, {} of them waiting for another device's compile)\n",
-        wall.as_secs_f64(),
-        autotune::tuning::queue::busy_table(busy, wall),
+        usage.wall.as_secs_f64(),
+        usage.table(),
         cache.compiled(),
         cache.hits(),
         cache.waited()

@@ -260,10 +260,7 @@ pub(super) fn run(args: &TuneArgs) -> Result<()> {
     let cache = nvrtc::Cache::new();
     let outcome = session::tune_on_devices(&devices, &shapes, &catalog, &cache, &session, &printer);
     if devices.len() > 1 {
-        eprint!(
-            "{}",
-            super::devices_summary(&outcome.busy, outcome.wall, &cache)
-        );
+        eprint!("{}", super::devices_summary(&outcome.usage, &cache));
     }
     finish(args, op, outcome)
 }

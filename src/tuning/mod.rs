@@ -9,6 +9,7 @@
 
 pub mod cover;
 pub mod cross;
+pub mod devices;
 pub mod evaluate;
 pub mod evaluator;
 pub mod journal;

@@ -12,7 +12,7 @@
 //!   given up: it is likely the unit's fault); a failed unit is recorded and its lane goes on;
 //!   a stop (an interrupt, an unwritable database) ends the handing out for every lane.
 //! - **Accounting**: per lane, the units it finished and its busy time (inside units) against
-//!   the run's wall time ([`LaneReport`], [`busy_table`]).
+//!   the run's wall time ([`Usage`]).
 //!
 //! [`split`] decides how many parts each unit of work (a shape) is cut into for a group of
 //! identical devices, and [`Part`] names one part of a shape's candidates; [`merge_parts`]
@@ -81,19 +81,14 @@ pub trait Watch<T>: Sync {
 pub struct Quiet;
 impl<T> Watch<T> for Quiet {}
 
-/// One lane's part in a run.
-#[derive(Debug)]
-pub struct LaneReport<E> {
-    /// The lane.
-    pub lane: Lane,
-    /// Units it finished (successfully or not).
-    pub units: usize,
-    /// Time spent inside units.
-    pub busy: Duration,
-    /// Time spent opening the device before its first unit.
-    pub setup: Duration,
+/// One lane's part in a run, as its thread ends.
+struct LaneReport<E> {
+    lane: Lane,
+    units: usize,
+    busy: Duration,
+    setup: Duration,
     /// Why it stopped early: it could not be opened or was lost mid-run.
-    pub lost: Option<E>,
+    lost: Option<E>,
 }
 
 /// What a run of the queue produced.
@@ -105,12 +100,12 @@ pub struct Outcome<R, E> {
     pub failed: Vec<(usize, E)>,
     /// Units given up after losing two devices, or left when no lane of their group remained.
     pub unfinished: Vec<usize>,
-    /// Per lane, in the order given.
-    pub lanes: Vec<LaneReport<E>>,
+    /// Lanes that stopped early (could not be opened, or lost mid-run), by index, and why.
+    pub lost: Vec<(usize, E)>,
     /// The stop that ended the run early, if one did.
     pub stopped: Option<E>,
-    /// Wall time of the whole run.
-    pub wall: Duration,
+    /// Per lane (in the order given) its busy time, and the run's wall time.
+    pub usage: Usage,
 }
 
 /// A unit's attempts so far (a lost device counts one).
@@ -234,13 +229,28 @@ where
     unfinished.sort_unstable();
     let mut failed = failed.into_inner().unwrap_or_else(|p| p.into_inner());
     failed.sort_by_key(|(i, _)| *i);
+    let mut usage = Usage {
+        busy: Vec::new(),
+        wall: start.elapsed(),
+    };
+    let mut lost = Vec::new();
+    for (li, r) in reports.into_iter().enumerate() {
+        usage.busy.push(Busy {
+            lane: r.lane,
+            units: r.units,
+            busy: r.busy,
+            setup: r.setup,
+            lost: r.lost.is_some(),
+        });
+        lost.extend(r.lost.map(|e| (li, e)));
+    }
     Outcome {
         results: results.into_inner().unwrap_or_else(|p| p.into_inner()),
         failed,
         unfinished,
-        lanes: reports,
+        lost,
         stopped: stopped.into_inner().unwrap_or_else(|p| p.into_inner()),
-        wall: start.elapsed(),
+        usage,
     }
 }
 
@@ -442,7 +452,7 @@ impl<R, E> Drop for PutBack<'_, R, E> {
     }
 }
 
-/// A lane's busy time, without its error: what a run returns to show.
+/// A lane's busy time: what a run returns to show.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Busy {
     /// The lane.
@@ -457,37 +467,51 @@ pub struct Busy {
     pub lost: bool,
 }
 
-impl<E> LaneReport<E> {
-    /// Its busy time, and why it stopped early.
-    pub fn split(self) -> (Busy, Option<E>) {
-        let busy = Busy {
-            lane: self.lane,
-            units: self.units,
-            busy: self.busy,
-            setup: self.setup,
-            lost: self.lost.is_some(),
-        };
-        (busy, self.lost)
-    }
+/// How busy the devices of a run were: per device its busy time, against the run's wall time
+/// (summed over the phases of a run that has several, e.g. a coverage's pool and grid).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Usage {
+    /// Per device.
+    pub busy: Vec<Busy>,
+    /// Wall time.
+    pub wall: Duration,
 }
 
-/// The busy time of each lane against the run's wall time, one line per lane:
-/// `device 0 (NVIDIA H100): 8 unit(s), busy 30.2 s of 31.0 s wall (97%), setup 0.4 s`.
-pub fn busy_table(lanes: &[Busy], wall: Duration) -> String {
-    let wall_s = wall.as_secs_f64();
-    let mut out = String::new();
-    for l in lanes {
-        let busy = l.busy.as_secs_f64();
-        out.push_str(&format!(
-            "{}: {} unit(s), busy {busy:.1} s of {wall_s:.1} s wall ({:.0}%), setup {:.1} s{}\n",
-            l.lane.name,
-            l.units,
-            100.0 * busy / wall_s.max(1e-9),
-            l.setup.as_secs_f64(),
-            if l.lost { ", lost" } else { "" }
-        ));
+impl Usage {
+    /// Adds a later phase on the same devices (lanes matched by name).
+    pub fn add(&mut self, later: Usage) {
+        for b in later.busy {
+            match self.busy.iter_mut().find(|x| x.lane == b.lane) {
+                Some(x) => {
+                    x.units += b.units;
+                    x.busy += b.busy;
+                    x.setup += b.setup;
+                    x.lost |= b.lost;
+                }
+                None => self.busy.push(b),
+            }
+        }
+        self.wall += later.wall;
     }
-    out
+
+    /// One line per device: `device 0 (NVIDIA H100): 8 unit(s), busy 30.2 s of 31.0 s wall
+    /// (97%), setup 0.4 s`.
+    pub fn table(&self) -> String {
+        let wall_s = self.wall.as_secs_f64();
+        let mut out = String::new();
+        for l in &self.busy {
+            let busy = l.busy.as_secs_f64();
+            out.push_str(&format!(
+                "{}: {} unit(s), busy {busy:.1} s of {wall_s:.1} s wall ({:.0}%), setup {:.1} s{}\n",
+                l.lane.name,
+                l.units,
+                100.0 * busy / wall_s.max(1e-9),
+                l.setup.as_secs_f64(),
+                if l.lost { ", lost" } else { "" }
+            ));
+        }
+        out
+    }
 }
 
 /// One part of a shape's candidates: those whose index in the plan is `index` modulo `count`

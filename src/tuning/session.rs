@@ -20,7 +20,7 @@ use crate::plan::outcome::{utc_now_rfc3339, TuneReport};
 use crate::problem::{Op, Shape};
 use crate::search::{self, SearchError};
 use crate::tuning::journal;
-use crate::tuning::queue::{self, Busy, Fault, Lane, Part, Standing, Unit, Watch};
+use crate::tuning::queue::{self, Fault, Lane, Part, Standing, Unit, Usage, Watch};
 use crate::tuning::recheck;
 use crate::tuning::shard::{self, Shard};
 use crate::tuning::tune::{self, Phase, Progress, TuneError, TuneOptions};
@@ -237,10 +237,8 @@ pub struct DevicesOutcome {
     pub untuned: Vec<String>,
     /// Why a device stopped or a shape failed, one per device or shape.
     pub errors: Vec<SessionError>,
-    /// Per device, its busy time.
-    pub busy: Vec<Busy>,
-    /// Wall time of the session.
-    pub wall: Duration,
+    /// Per device, its busy time, against the session's wall time.
+    pub usage: Usage,
     /// Kernels NVRTC compiled during the session (the rest came from the compile caches).
     pub compiled_now: usize,
 }
@@ -322,11 +320,8 @@ pub fn tune_on_devices(
             out.errors.push(fault_error(e));
         }
     }
-    for lane in ran.lanes {
-        let (busy, lost) = lane.split();
-        out.busy.push(busy);
-        out.errors.extend(lost);
-    }
+    out.errors.extend(ran.lost.into_iter().map(|(_, e)| e));
+    out.usage = ran.usage;
     out.errors.extend(ran.failed.into_iter().map(|(_, e)| e));
     out.errors.extend(ran.stopped);
     let mut untuned: Vec<String> = ran
@@ -354,7 +349,8 @@ pub fn tune_on_devices(
         winners.sort_by_key(|e| shapes.iter().position(|s| s.label(opts.op) == e.shape));
     }
     out.compiled_now = session.compiled_now.load(Ordering::Relaxed);
-    out.wall = start.elapsed();
+    // The wall time includes opening the devices and the last saves.
+    out.usage.wall = start.elapsed();
     out
 }
 

@@ -66,7 +66,7 @@ fn each_unit_is_handed_out_once_and_fast_devices_do_more() {
     assert_eq!(by_lane.iter().sum::<usize>(), n);
     assert_eq!(
         by_lane,
-        out.lanes.iter().map(|l| l.units).collect::<Vec<_>>()
+        out.usage.busy.iter().map(|l| l.units).collect::<Vec<_>>()
     );
     assert!(
         by_lane[0] > by_lane[1] && by_lane[1] > by_lane[2],
@@ -103,9 +103,10 @@ fn a_lost_device_leaves_its_units_to_the_others() {
     // Every unit has a result, none from the lost device's third unit onwards.
     assert!(out.results.iter().all(Option::is_some), "{:?}", out.results);
     assert!(out.unfinished.is_empty());
-    let lost = &out.lanes[1];
-    assert_eq!(lost.units, 2);
-    assert!(lost.lost.as_deref().is_some_and(|e| e.contains("fell off")));
+    assert_eq!(out.usage.busy[1].units, 2);
+    assert!(out.usage.busy[1].lost);
+    assert_eq!(out.lost.len(), 1);
+    assert!(out.lost[0].0 == 1 && out.lost[0].1.contains("fell off"));
     // The unit in flight ran twice (there and elsewhere); every other once.
     let twice: Vec<usize> = (0..n)
         .filter(|&u| runs[u].load(Ordering::SeqCst) == 2)
@@ -140,7 +141,8 @@ fn a_unit_that_loses_two_devices_is_given_up() {
         &Quiet,
     );
     assert_eq!(out.unfinished, vec![0]);
-    assert_eq!(out.lanes.iter().filter(|l| l.lost.is_some()).count(), 2);
+    assert_eq!(out.lost.len(), 2);
+    assert_eq!(out.usage.busy.iter().filter(|l| l.lost).count(), 2);
     assert!(out.results[1..].iter().all(Option::is_some));
 }
 
@@ -166,9 +168,9 @@ fn failed_units_are_recorded_and_the_device_goes_on() {
         out.failed.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
         vec![0, 4, 8]
     );
-    assert!(out.lanes.iter().all(|l| l.lost.is_none()));
+    assert!(out.lost.is_empty());
     assert_eq!(out.results.iter().filter(|r| r.is_some()).count(), 7);
-    assert_eq!(out.lanes.iter().map(|l| l.units).sum::<usize>(), 10);
+    assert_eq!(out.usage.busy.iter().map(|l| l.units).sum::<usize>(), 10);
 }
 
 #[test]
@@ -236,7 +238,8 @@ fn a_device_that_cannot_be_opened_leaves_everything_to_the_others() {
     };
     let out = run(&lanes(&["a", "a"]), units(8, "a"), &open, &|| false, &Quiet);
     assert!(out.results.iter().all(|r| *r == Some(1)));
-    assert!(out.lanes[0].lost.is_some() && out.lanes[0].units == 0);
+    assert!(out.usage.busy[0].lost && out.usage.busy[0].units == 0);
+    assert!(out.lost[0].1.contains("NO_DEVICE"));
 }
 
 #[test]
@@ -256,16 +259,15 @@ fn busy_time_is_the_time_inside_units() {
         &|| false,
         &Quiet,
     );
-    for l in &out.lanes {
+    let wall = out.usage.wall;
+    for l in &out.usage.busy {
         let want = Duration::from_millis(5) * l.units as u32;
         assert!(l.busy >= want, "{l:?}");
-        assert!(l.busy <= out.wall, "{l:?} wall {:?}", out.wall);
+        assert!(l.busy <= wall, "{l:?} wall {wall:?}");
     }
-    let wall = out.wall;
-    let busy: Vec<Busy> = out.lanes.into_iter().map(|l| l.split().0).collect();
-    let table = busy_table(&busy, wall);
+    let table = out.usage.table();
     assert_eq!(table.lines().count(), 2, "{table}");
-    for (line, l) in table.lines().zip(&busy) {
+    for (line, l) in table.lines().zip(&out.usage.busy) {
         let pct = 100.0 * l.busy.as_secs_f64() / wall.as_secs_f64();
         assert!(line.starts_with(&format!("{}: {} unit(s), busy ", l.lane.name, l.units)));
         assert!(line.contains(&format!("wall ({pct:.0}%)")), "{line}");
@@ -281,9 +283,9 @@ fn busy_time_is_the_time_inside_units() {
     us[0].cost = 30.0;
     let out = run(&lanes(&["a", "a"]), us, &open, &|| false, &Quiet);
     let (slow, fast) = if out.results[0] == Some(0) {
-        (&out.lanes[0], &out.lanes[1])
+        (&out.usage.busy[0], &out.usage.busy[1])
     } else {
-        (&out.lanes[1], &out.lanes[0])
+        (&out.usage.busy[1], &out.usage.busy[0])
     };
     assert_eq!(slow.units, 1);
     assert_eq!(fast.units, 4);
@@ -466,4 +468,35 @@ fn parts_merge_into_the_winner_one_device_picks() {
         assert_eq!(merged.wall_s, 3.0);
     }
     assert!(merge_parts(Vec::new()).is_none());
+}
+
+#[test]
+fn usage_adds_up_phases_per_device() {
+    let lane = |i: usize| Lane {
+        name: format!("device {i}"),
+        group: "a".into(),
+    };
+    let busy = |i: usize, units: usize, ms: u64| Busy {
+        lane: lane(i),
+        units,
+        busy: Duration::from_millis(ms),
+        setup: Duration::ZERO,
+        lost: false,
+    };
+    let mut u = Usage {
+        busy: vec![busy(0, 2, 100), busy(1, 1, 50)],
+        wall: Duration::from_millis(120),
+    };
+    u.add(Usage {
+        busy: vec![busy(1, 3, 200), busy(0, 1, 10)],
+        wall: Duration::from_millis(210),
+    });
+    assert_eq!(u.busy[0].units, 3);
+    assert_eq!(u.busy[0].busy, Duration::from_millis(110));
+    assert_eq!(u.busy[1].units, 4);
+    assert_eq!(u.busy[1].busy, Duration::from_millis(250));
+    assert_eq!(u.wall, Duration::from_millis(330));
+    assert!(u
+        .table()
+        .contains("device 1: 4 unit(s), busy 0.2 s of 0.3 s wall (76%)"));
 }
