@@ -1,5 +1,5 @@
-//! Splitting a suite's shapes between shards (Slurm job-array tasks, separate machines) and
-//! between the GPUs of one machine. Pure: every shard computes the same assignment from the
+//! Splitting a suite's shapes between shards (Slurm job-array tasks, separate machines; the GPUs
+//! of one machine share a work queue instead, [`crate::tuning::queue`]). Pure: every shard computes the same assignment from the
 //! same suite, so shards need no coordination, and each shape lands in exactly one shard.
 
 use crate::problem::{Op, Shape};
