@@ -1,5 +1,4 @@
 use super::*;
-use crate::db::GpuRecord;
 use crate::measure::outcome::{Failure, Measured, Stage};
 use crate::measure::timing::Stats;
 use crate::plan::outcome::CandidateResult;
@@ -36,6 +35,15 @@ fn counters(n: usize) -> Vec<AtomicUsize> {
 
 type Worker<'a> = Box<dyn FnMut(usize, &usize) -> Result<usize, Fault<String>> + 'a>;
 
+/// `n` units of group `a` on lanes of `groups`, never stopped from outside.
+fn go<'a>(
+    groups: &[&str],
+    n: usize,
+    open: &(dyn Fn(usize) -> Result<Worker<'a>, String> + Sync),
+) -> Outcome<usize, String> {
+    run(&lanes(groups), units(n, "a"), open, &|| false, &Quiet)
+}
+
 #[test]
 fn each_unit_is_handed_out_once_and_fast_devices_do_more() {
     let n = 60;
@@ -50,13 +58,7 @@ fn each_unit_is_handed_out_once_and_fast_devices_do_more() {
             Ok(lane)
         }))
     };
-    let out = run(
-        &lanes(&["a", "a", "a"]),
-        units(n, "a"),
-        &open,
-        &|| false,
-        &Quiet,
-    );
+    let out = go(&["a", "a", "a"], n, &open);
     assert!(runs.iter().all(|c| c.load(Ordering::SeqCst) == 1));
     assert!(out.results.iter().all(Option::is_some));
     assert!(out.unfinished.is_empty() && out.failed.is_empty() && out.stopped.is_none());
@@ -93,13 +95,7 @@ fn a_lost_device_leaves_its_units_to_the_others() {
             Ok(lane)
         }))
     };
-    let out = run(
-        &lanes(&["a", "a", "a"]),
-        units(n, "a"),
-        &open,
-        &|| false,
-        &Quiet,
-    );
+    let out = go(&["a", "a", "a"], n, &open);
     // Every unit has a result, none from the lost device's third unit onwards.
     assert!(out.results.iter().all(Option::is_some), "{:?}", out.results);
     assert!(out.unfinished.is_empty());
@@ -133,13 +129,7 @@ fn a_unit_that_loses_two_devices_is_given_up() {
             Ok(lane)
         }))
     };
-    let out = run(
-        &lanes(&["a", "a", "a"]),
-        units(n, "a"),
-        &open,
-        &|| false,
-        &Quiet,
-    );
+    let out = go(&["a", "a", "a"], n, &open);
     assert_eq!(out.unfinished, vec![0]);
     assert_eq!(out.lost.len(), 2);
     assert_eq!(out.usage.busy.iter().filter(|l| l.lost).count(), 2);
@@ -157,13 +147,7 @@ fn failed_units_are_recorded_and_the_device_goes_on() {
             }
         }))
     };
-    let out = run(
-        &lanes(&["a", "a"]),
-        units(10, "a"),
-        &open,
-        &|| false,
-        &Quiet,
-    );
+    let out = go(&["a", "a"], 10, &open);
     assert_eq!(
         out.failed.iter().map(|(i, _)| *i).collect::<Vec<_>>(),
         vec![0, 4, 8]
@@ -187,13 +171,7 @@ fn a_stop_ends_the_handing_out() {
             Ok(lane)
         }))
     };
-    let out = run(
-        &lanes(&["a", "a"]),
-        units(20, "a"),
-        &open,
-        &|| false,
-        &Quiet,
-    );
+    let out = go(&["a", "a"], 20, &open);
     assert_eq!(out.stopped.as_deref(), Some("interrupted"));
     let ran: usize = runs.iter().map(|c| c.load(Ordering::SeqCst)).sum();
     // Unit 3 and at most the one the other lane was running.
@@ -236,7 +214,7 @@ fn a_device_that_cannot_be_opened_leaves_everything_to_the_others() {
         }
         Ok(Box::new(move |_, _| Ok(lane)))
     };
-    let out = run(&lanes(&["a", "a"]), units(8, "a"), &open, &|| false, &Quiet);
+    let out = go(&["a", "a"], 8, &open);
     assert!(out.results.iter().all(|r| *r == Some(1)));
     assert!(out.usage.busy[0].lost && out.usage.busy[0].units == 0);
     assert!(out.lost[0].1.contains("NO_DEVICE"));
@@ -252,13 +230,7 @@ fn busy_time_is_the_time_inside_units() {
             Ok(u)
         }))
     };
-    let out = run(
-        &lanes(&["a", "a"]),
-        units(20, "a"),
-        &open,
-        &|| false,
-        &Quiet,
-    );
+    let out = go(&["a", "a"], 20, &open);
     let wall = out.usage.wall;
     for l in &out.usage.busy {
         let want = Duration::from_millis(5) * l.units as u32;
@@ -396,17 +368,7 @@ fn report(times: &[(usize, Option<f64>)], cublas_ms: f64) -> TuneReport {
     TuneReport {
         op: Op::Gemm,
         shape: Shape::mnk(4096, 4096, 4096),
-        gpu: GpuRecord {
-            name: "NVIDIA H100 80GB HBM3".to_string(),
-            arch: "sm_90".to_string(),
-            sms: 132,
-            clock_mhz: 1980,
-            fp32_peak_gflops: 66_908.16,
-            memory_mib: 81_559,
-            driver_version: "13.0".to_string(),
-            nvrtc_version: "13.0".to_string(),
-            copy_bandwidth_gbs: None,
-        },
+        gpu: crate::db::fixtures::gpu("NVIDIA H100 80GB HBM3"),
         families: Vec::new(),
         strategy: "exhaustive".to_string(),
         baseline: Stats::from_samples(&[cublas_ms]).unwrap(),
