@@ -187,7 +187,11 @@ mod tests {
     #[test]
     fn shipped_suites_load() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs/suites");
-        for (name, op, n) in [("gemm.toml", Op::Gemm, 8), ("gemv.toml", Op::Gemv, 8)] {
+        for (name, op, n) in [
+            ("gemm.toml", Op::Gemm, 8),
+            ("gemv.toml", Op::Gemv, 8),
+            ("mixed-24.toml", Op::Gemm, 24),
+        ] {
             let s = Suite::load(&root.join(name)).unwrap();
             assert_eq!(s.op, op);
             assert!(s.shapes.len() >= n, "{name}");

@@ -3,12 +3,12 @@
 
 use anyhow::{bail, Context, Result};
 use autotune::cuda::cublas_lib;
-use autotune::cuda::device::Device;
 use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::Database;
 use autotune::family::catalog::Catalog;
 use autotune::problem::{Form, Op};
 use autotune::tuning::cover::{self, CoverOptions, Grid};
+use autotune::tuning::devices::Devices;
 use std::path::PathBuf;
 
 #[derive(Debug, clap::Args)]
@@ -61,6 +61,10 @@ pub(super) struct CoverArgs {
     /// Only these families (repeatable).
     #[arg(long = "family")]
     families: Vec<String>,
+    /// Measure on several GPUs of one model at once: `0,1` or `all`. They share one work
+    /// queue: each takes the next pool shape, then the next grid point, when it is free.
+    #[arg(long, conflicts_with = "device")]
+    devices: Option<String>,
     #[command(flatten)]
     run: super::RunArgs,
     /// Do not write the database.
@@ -122,16 +126,17 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     if !a.no_save {
         Database::check_writable(&a.db)?;
     }
-    let dev = Device::open(a.run.device)?;
+    let devices = Devices::open(&super::parse_devices(a.devices.as_deref(), a.run.device)?)?;
+    let info = devices.info();
     // Read once before the run: the coverage to extend and the winners that seed the portfolio.
     let before = Database::load(&a.db)?;
     let base = if a.extend {
-        match before.coverage(&dev.info.name, op, &grid.form) {
+        match before.coverage(&info.name, op, &grid.form) {
             Some(c) => Some(c.clone()),
             None => bail!(
                 "--extend: {} has no {op}{tags} coverage for {} to extend: run `autotune cover --op {op}` (with the same --layout, --beta, --alpha, --padded, --batch) first",
                 a.db.display(),
-                dev.info.name
+                info.name
             ),
         }
     } else {
@@ -142,15 +147,16 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     let seeds = cover::portfolio_seeds(
         &before,
         &catalog,
-        &dev.info.name,
+        &info.name,
         op,
         &grid.form,
         a.portfolio as usize / 3,
     );
     eprintln!(
-        "cover: {op}{tags} on {} ({}), {} grid shapes, {} pool shapes, portfolio of {} ({} seeded by this GPU's tuned winners); baseline cuBLAS {}",
-        dev.info.name,
-        dev.info.arch,
+        "cover: {op}{tags} on {} ({}, device(s) {:?}), {} grid shapes, {} pool shapes, portfolio of {} ({} seeded by this GPU's tuned winners); baseline cuBLAS {}",
+        info.name,
+        info.arch,
+        devices.ordinals(),
         grid.shapes().len(),
         grid.pool().len(),
         a.portfolio,
@@ -169,19 +175,22 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     };
     let cache = nvrtc::Cache::new();
     let start = std::time::Instant::now();
-    let rec = dev.info.record(&nvrtc::nvrtc_version()?);
+    let rec = info.record(&nvrtc::nvrtc_version()?);
     let note = |line: &str| eprintln!("{line}");
     let progress = cover::Checkpoints::new((!a.no_save).then_some(a.db.as_path()), &rec, &note);
-    let cov = match &base {
-        Some(base) => cover::extend(&dev, &catalog, &cache, &grid, base, &opts, &progress)?,
-        None => cover::cover(&dev, &catalog, &cache, &grid, &opts, &progress)?,
+    let covered = match &base {
+        Some(base) => cover::extend(&devices, &catalog, &cache, &grid, base, &opts, &progress)?,
+        None => cover::cover(&devices, &catalog, &cache, &grid, &opts, &progress)?,
     };
     eprintln!("cover: measured in {:.1} s", start.elapsed().as_secs_f64());
-    let db = cover::save(&a.db, !a.no_save, rec, cov)?;
+    if devices.ordinals().len() > 1 {
+        eprint!("{}", super::devices_summary(&covered.usage, &cache));
+    }
+    let db = cover::save(&a.db, !a.no_save, rec, covered.coverage)?;
     if !a.no_save {
         eprintln!("cover: saved to {}", a.db.display());
     }
-    let loo = cover::loo::leave_one_out(&db, &catalog, &dev.info.name, op, &grid.form)?;
+    let loo = cover::loo::leave_one_out(&db, &catalog, &info.name, op, &grid.form)?;
     print!("{}", loo.text());
     Ok(())
 }
@@ -236,6 +245,10 @@ pub(super) struct EvaluateArgs {
     /// Fewer timing samples.
     #[arg(long)]
     quick: bool,
+    /// Measure on several GPUs of one model at once: `0,1` or `all`. They share one work
+    /// queue: each takes the next problem when it is free.
+    #[arg(long, conflicts_with = "device")]
+    devices: Option<String>,
     #[command(flatten)]
     run: super::RunArgs,
     /// Write the per-shape table and the summaries as Markdown to this file.
@@ -264,12 +277,13 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
     if let Some(path) = &a.rescore {
         return rescore(a, path, &db, &catalog);
     }
-    let dev = Device::open(a.run.device)?;
+    let devices = Devices::open(&super::parse_devices(a.devices.as_deref(), a.run.device)?)?;
+    let info = devices.info();
     let (op, problems) = match (&a.shapes, a.random) {
         (Some(path), _) => workload::from_suite(path)?,
         (None, Some(count)) => {
             let op: Op = a.op.parse()?;
-            let gpu = dev.info.name.clone();
+            let gpu = info.name.clone();
             // Shapes this GPU was tuned on, or that its coverage grid measured, are not drawn.
             let tuned = |s: &autotune::problem::Shape| db.measured(&gpu, op, *s);
             let forms = a.forms.unwrap_or_default();
@@ -278,18 +292,14 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
         }
         (None, None) => bail!("give --random N or --shapes FILE"),
     };
-    let tuned = autotune::Tuned::new(&dev.ctx, db.clone())?.quiet();
     eprintln!(
-        "evaluate: {op}, {} shapes on {} ({}), database {}{}; baseline cuBLAS {}",
+        "evaluate: {op}, {} shapes on {} ({}, device(s) {:?}), database {}{}; baseline cuBLAS {}",
         problems.len(),
-        dev.info.name,
-        dev.info.arch,
+        info.name,
+        info.arch,
+        devices.ordinals(),
         a.db.display(),
-        if db
-            .coverage
-            .iter()
-            .any(|c| c.gpu == dev.info.name && c.op == op)
-        {
+        if db.coverage.iter().any(|c| c.gpu == info.name && c.op == op) {
             " (with coverage)"
         } else {
             " (no coverage for this GPU: predictions fall back to the nearest tuned shape)"
@@ -308,9 +318,19 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
         disk_cache: DiskCache::user_default(),
     };
     let cache = nvrtc::Cache::new();
-    let evals = ev::evaluate(&dev, &tuned, &catalog, &cache, op, &problems, &opts, &|l| {
-        eprintln!("{l}")
-    })?;
+    let (evals, usage) = ev::evaluate(
+        &devices,
+        &db,
+        &catalog,
+        &cache,
+        op,
+        &problems,
+        &opts,
+        &|l| eprintln!("{l}"),
+    )?;
+    if devices.ordinals().len() > 1 {
+        eprint!("{}", super::devices_summary(&usage, &cache));
+    }
     let source = format!(
         "{} shapes ({}), seed {}, database `{}`; x cuBLAS is cuBLAS's time over what the product gets, measured in the same process.",
         evals.len(),
@@ -324,7 +344,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
         a.seed,
         a.db.display(),
     );
-    report(a, op, &dev.info.name, a.seed, &evals, &source)
+    report(a, op, &info.name, a.seed, &evals, &source)
 }
 
 /// `autotune evaluate --rescore FILE`: an earlier run's measurements under today's rules.

@@ -102,6 +102,60 @@ impl RunArgs {
     }
 }
 
+/// The GPUs to use: `--devices 0,1` / `--devices all`, else `--device N` (`device`).
+fn parse_devices(devices: Option<&str>, device: usize) -> Result<Vec<usize>> {
+    let Some(list) = devices else {
+        return Ok(vec![device]);
+    };
+    if list.trim() == "all" {
+        let n = autotune::cuda::device::device_count()?;
+        if n <= 0 {
+            bail!("--devices all: the driver reports no CUDA device");
+        }
+        return Ok((0..n as usize).collect());
+    }
+    let mut out = Vec::new();
+    for part in list.split(',') {
+        let d: usize = part.trim().parse().with_context(|| {
+            format!("--devices '{list}': '{part}' is not a device number (e.g. --devices 0,1 or --devices all)")
+        })?;
+        if out.contains(&d) {
+            bail!("--devices '{list}' names device {d} twice");
+        }
+        out.push(d);
+    }
+    if out.is_empty() {
+        bail!("--devices is empty: give 0,1 or all");
+    }
+    Ok(out)
+}
+
+/// `95 s`, `3m05s`: a duration for progress lines.
+fn seconds(s: f64) -> String {
+    let s = s.max(0.0).round() as u64;
+    if s < 60 {
+        format!("{s} s")
+    } else {
+        format!("{}m{:02}s", s / 60, s % 60)
+    }
+}
+
+/// What a run over several devices prints at its end: each device's busy time against the
+/// wall time, and how many kernels NVRTC compiled (each once, however many devices).
+fn devices_summary(
+    usage: &autotune::tuning::queue::Usage,
+    cache: &autotune::cuda::nvrtc::Cache,
+) -> String {
+    format!(
+        "devices: busy time over {:.1} s of wall time\n{}compile: NVRTC compiled {} kernel(s) in this run, each once for all devices ({} lookup(s) served by the shared cache, {} of them waiting for another device's compile)\n",
+        usage.wall.as_secs_f64(),
+        usage.table(),
+        cache.compiled(),
+        cache.hits(),
+        cache.waited()
+    )
+}
+
 /// The inputs and timing of a measuring run: shared by `tune`, `verify` and `cross`.
 #[derive(Debug, clap::Args)]
 struct TimingArgs {

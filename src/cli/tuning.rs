@@ -16,7 +16,7 @@ use autotune::search;
 use autotune::suite::Suite;
 use autotune::tuning::journal;
 use autotune::tuning::session::{
-    self, DevicesOutcome, Event, Observer, SessionError, SessionOptions,
+    self, DevicesOutcome, Event, Observer, SessionError, SessionOptions, Update,
 };
 use autotune::tuning::shard::{self, Shard};
 use autotune::tuning::tune::{self, Phase, Progress, TuneOptions};
@@ -93,8 +93,10 @@ pub(super) struct TuneArgs {
     timing: TimingArgs,
     #[command(flatten)]
     run: RunArgs,
-    /// Tune on several GPUs at once: `0,1` or `all`. A suite's shapes are spread over them
-    /// (balanced by work); each entry records the GPU that produced it.
+    /// Tune on several GPUs at once: `0,1` or `all`. They share one work queue: each takes the
+    /// next shape of its GPU model when free (a shape's candidates are split across identical
+    /// GPUs where whole shapes would leave a long tail); every GPU model tunes every shape; each
+    /// entry records the GPU that produced it.
     #[arg(long, conflicts_with = "device", help_heading = "Run")]
     devices: Option<String>,
     /// Compile every kernel with NVRTC, bypassing the on-disk compile cache
@@ -245,17 +247,21 @@ pub(super) fn run(args: &TuneArgs) -> Result<()> {
         Database::load(&db)?;
         Database::check_writable(&db)?;
     }
-    let devices = parse_devices(args)?;
+    let devices = super::parse_devices(args.devices.as_deref(), args.run.device)?;
     let session = session_options(args, op, db, shard)?;
     announce_libraries();
     let printer = Printer {
         op,
         bars: &bars,
+        per_device: (devices.len() > 1).then(|| DeviceBars::new(&bars.multi)),
         json: args.json,
         top: args.top,
     };
     let cache = nvrtc::Cache::new();
     let outcome = session::tune_on_devices(&devices, &shapes, &catalog, &cache, &session, &printer);
+    if devices.len() > 1 {
+        eprint!("{}", super::devices_summary(&outcome.usage, &cache));
+    }
     finish(args, op, outcome)
 }
 
@@ -382,6 +388,8 @@ fn session_options(
         } else {
             DiskCache::user_default()
         },
+        // Set per unit (a shape split across identical GPUs runs in parts).
+        part: autotune::tuning::queue::Part::WHOLE,
     };
     Ok(SessionOptions {
         op,
@@ -434,6 +442,13 @@ fn finish(args: &TuneArgs, op: Op, outcome: DevicesOutcome) -> Result<()> {
         1 => return Err(errors.remove(0)),
         _ => return Err(super::advice::DevicesFailed(errors).into()),
     }
+    if !outcome.untuned.is_empty() {
+        bail!(
+            "{} shape(s) left untuned (no device of their GPU model could take them): {}",
+            outcome.untuned.len(),
+            outcome.untuned.join(", ")
+        );
+    }
     if !outcome.lost.is_empty() {
         bail!(
             "no valid config for {} shape(s): {}",
@@ -453,39 +468,13 @@ fn session_error(e: SessionError) -> anyhow::Error {
     }
 }
 
-/// The GPUs to use: `--devices 0,1` / `--devices all`, else `--device N`.
-fn parse_devices(args: &TuneArgs) -> Result<Vec<usize>> {
-    let Some(list) = &args.devices else {
-        return Ok(vec![args.run.device]);
-    };
-    if list.trim() == "all" {
-        let n = autotune::cuda::device::device_count()?;
-        if n <= 0 {
-            bail!("--devices all: the driver reports no CUDA device");
-        }
-        return Ok((0..n as usize).collect());
-    }
-    let mut out = Vec::new();
-    for part in list.split(',') {
-        let d: usize = part.trim().parse().with_context(|| {
-            format!("--devices '{list}': '{part}' is not a device number (e.g. --devices 0,1 or --devices all)")
-        })?;
-        if out.contains(&d) {
-            bail!("--devices '{list}' names device {d} twice");
-        }
-        out.push(d);
-    }
-    if out.is_empty() {
-        bail!("--devices is empty: give 0,1 or all");
-    }
-    Ok(out)
-}
-
 /// Prints a session's events as the tool always has: progress lines on stderr, each shape's
 /// table (or JSON) on stdout.
 struct Printer<'a> {
     op: Op,
     bars: &'a Bars,
+    /// With several devices: one bar per device instead of one per phase.
+    per_device: Option<DeviceBars>,
     json: bool,
     top: usize,
 }
@@ -503,27 +492,71 @@ impl Progress for Printer<'_> {
 }
 
 impl Observer for Printer<'_> {
+    fn on_device(&self, device: usize, update: Update<'_>) {
+        match &self.per_device {
+            Some(bars) => bars.update(device, update),
+            None => match update {
+                Update::Start(p, n) => self.start(p, n),
+                Update::Step(p, m) => self.step(p, m),
+                Update::Finish(p) => self.finish(p),
+            },
+        }
+    }
+
     fn event(&self, event: Event<'_>) {
         match event {
             Event::Bandwidth { ordinal, gbs } => eprintln!(
                 "device {ordinal}: measured device-to-device copy bandwidth: {gbs:.0} GB/s"
             ),
             Event::Start {
-                index,
+                done,
                 total,
+                eta,
                 shape,
+                part,
                 device,
+                gpu,
             } => {
                 let op = self.op;
+                let what = if part.count > 1 {
+                    format!("{} ({part})", shape.label(op))
+                } else {
+                    shape.label(op)
+                };
+                let eta = eta.map_or(String::new(), |e| {
+                    format!("; ETA {}", super::seconds(e.as_secs_f64()))
+                });
+                if let Some(bars) = &self.per_device {
+                    bars.took(device, &format!("{op} {what} [{done}/{total}{eta}]"));
+                }
                 eprintln!(
-                    "[{}/{total}] tuning {op} {} on {} ({}), device {}",
-                    index + 1,
-                    shape.label(op),
-                    device.info.name,
-                    device.info.arch,
-                    device.info.ordinal,
+                    "[{}/{total}] tuning {op} {what} on {gpu}, device {device}{eta}",
+                    done + 1,
                 )
             }
+            Event::PartDone {
+                shape,
+                part,
+                device,
+                tried,
+                best_ms,
+            } => eprintln!(
+                "{} {part} done on device {device}: {tried} candidate(s), best {}",
+                self.what(shape),
+                best_ms.map_or("none valid".to_string(), |t| format!("{t:.4} ms"))
+            ),
+            Event::Incomplete { shape, ran, parts } => eprintln!(
+                "{}: only {ran} of its {parts} parts ran (a device was lost or the run stopped): the best of them is recorded, marked partial; --resume runs the rest",
+                self.what(shape)
+            ),
+            Event::Lost { device, requeued } => eprintln!(
+                "device {device} failed and takes no more work{}",
+                if requeued {
+                    "; the shape it held goes to another device"
+                } else {
+                    ""
+                }
+            ),
             Event::Tuned(r) => self.tuned(r),
             Event::NothingValid { shape, tried } => eprintln!(
                 "no candidate validated for {}: every one of {tried} failed (reasons above); nothing recorded",
@@ -593,6 +626,60 @@ impl Printer<'_> {
             }
         } else {
             print!("{}", report::tune_table(r, self.top));
+        }
+    }
+}
+
+/// One bar per device (several devices): its current shape, where the queue stands and the
+/// candidates benchmarked of the current run.
+struct DeviceBars {
+    multi: MultiProgress,
+    bars: Mutex<Vec<(usize, ProgressBar)>>,
+}
+
+impl DeviceBars {
+    fn new(multi: &MultiProgress) -> DeviceBars {
+        DeviceBars {
+            multi: multi.clone(),
+            bars: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn with(&self, device: usize, f: impl FnOnce(&ProgressBar)) {
+        let Ok(mut bars) = self.bars.lock() else {
+            return;
+        };
+        if let Some((_, b)) = bars.iter().find(|(d, _)| *d == device) {
+            return f(b);
+        }
+        let bar = self.multi.add(ProgressBar::new(0));
+        let style = ProgressStyle::with_template(
+            "{prefix:>9} [{bar:24}] {pos}/{len} {elapsed_precise} {wide_msg}",
+        )
+        .map(|s| s.progress_chars("=> "))
+        .unwrap_or_else(|_| ProgressStyle::default_bar());
+        bar.set_style(style);
+        bar.set_prefix(format!("device {device}"));
+        f(&bar);
+        bars.push((device, bar));
+    }
+
+    /// The device took a unit: `what` says which and where the queue stands.
+    fn took(&self, device: usize, what: &str) {
+        self.with(device, |b| {
+            b.set_message(what.to_string());
+            b.set_position(0);
+        });
+    }
+
+    fn update(&self, device: usize, update: Update<'_>) {
+        match update {
+            Update::Start(Phase::Benchmark, n) => self.with(device, |b| {
+                b.set_length(n);
+                b.set_position(0);
+            }),
+            Update::Step(Phase::Benchmark, _) => self.with(device, |b| b.inc(1)),
+            _ => {}
         }
     }
 }

@@ -344,10 +344,46 @@ pub type Shared = Arc<Result<Compiled, CompileError>>;
 /// of a suite compile each kernel once. Failures are cached too: the same source fails the
 /// same way. The target holds whether the image is a cubin or PTX, so PTX for `compute_75`
 /// and a cubin for `sm_75` (or `sm_90`) are different entries.
+///
+/// Shared by the devices of a run (one thread per device): a kernel another thread is
+/// compiling is waited for, not compiled again, so each (target, source) goes through NVRTC
+/// at most once per process ([`Cache::compiled`] counts them, [`Cache::waited`] the lookups
+/// that waited for another thread's compile).
 #[derive(Debug, Default)]
 pub struct Cache {
-    map: Mutex<HashMap<(Target, String), Shared>>,
-    hits: std::sync::atomic::AtomicUsize,
+    map: Mutex<CacheMap>,
+    ready: Condvar,
+    hits: AtomicUsize,
+    compiled: AtomicUsize,
+    waited: AtomicUsize,
+}
+
+#[derive(Debug, Default)]
+struct CacheMap {
+    done: HashMap<(Target, String), Shared>,
+    /// Being compiled by some thread now.
+    busy: std::collections::HashSet<(Target, String)>,
+}
+
+/// What a lookup found: the result, or the right (and duty) to compile it.
+enum Claim<'a> {
+    Ready(Shared),
+    Mine(Claimed<'a>),
+}
+
+/// A source this thread compiles; if dropped before [`Cache::put`], the waiters are released
+/// to compile it themselves.
+struct Claimed<'a> {
+    cache: &'a Cache,
+    key: (Target, String),
+}
+
+impl Drop for Claimed<'_> {
+    fn drop(&mut self) {
+        let mut map = self.cache.lock();
+        map.busy.remove(&self.key);
+        self.cache.ready.notify_all();
+    }
 }
 
 impl Cache {
@@ -356,24 +392,60 @@ impl Cache {
         Cache::default()
     }
 
-    /// How many lookups were served from the cache.
+    /// How many lookups were served from the cache (waits for another thread included).
     pub fn hits(&self) -> usize {
-        self.hits.load(std::sync::atomic::Ordering::Relaxed)
+        self.hits.load(Ordering::Relaxed)
     }
 
-    fn get(&self, arch: Target, code: &str) -> Option<Shared> {
-        let map = self.map.lock().ok()?;
-        let r = map.get(&(arch, code.to_string())).cloned();
-        if r.is_some() {
-            self.hits.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
-        r
+    /// How many kernels NVRTC compiled through this cache (each (target, source) once).
+    pub fn compiled(&self) -> usize {
+        self.compiled.load(Ordering::Relaxed)
     }
 
-    fn put(&self, arch: Target, code: &str, r: Shared) {
-        if let Ok(mut map) = self.map.lock() {
-            map.insert((arch, code.to_string()), r);
+    /// How many lookups waited for another thread compiling the same kernel instead of
+    /// compiling it again.
+    pub fn waited(&self) -> usize {
+        self.waited.load(Ordering::Relaxed)
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, CacheMap> {
+        // Every update is one insert or remove: a panicking holder leaves it consistent.
+        self.map.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The result for (`arch`, `code`), waiting while another thread compiles it; or, when
+    /// nobody has it, the claim to compile it here.
+    fn claim(&self, arch: Target, code: &str) -> Claim<'_> {
+        let key = (arch, code.to_string());
+        let mut map = self.lock();
+        let mut counted = false;
+        loop {
+            if let Some(r) = map.done.get(&key) {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return Claim::Ready(r.clone());
+            }
+            if !map.busy.contains(&key) {
+                map.busy.insert(key.clone());
+                return Claim::Mine(Claimed { cache: self, key });
+            }
+            if !counted {
+                self.waited.fetch_add(1, Ordering::Relaxed);
+                counted = true;
+            }
+            map = self.ready.wait(map).unwrap_or_else(|p| p.into_inner());
         }
+    }
+
+    /// Stores the result of a claim (`fresh`: NVRTC made it) and wakes the waiters.
+    fn put(&self, claim: Claimed<'_>, r: Shared, fresh: bool) {
+        if fresh {
+            self.compiled.fetch_add(1, Ordering::Relaxed);
+        }
+        let mut map = self.lock();
+        map.done.insert(claim.key.clone(), r);
+        drop(map);
+        // Dropping the claim clears `busy` and wakes the waiters, who find the result.
+        drop(claim);
     }
 }
 
@@ -434,12 +506,13 @@ impl<'a> Caches<'a> {
 /// Compiles one source through `caches`: memory, then disk, then NVRTC (storing the cubin in
 /// both). Returns the result and whether NVRTC ran.
 pub fn compile_cached(source: &Source, arch: Target, caches: Caches) -> (Shared, bool) {
-    if let Some(r) = caches.memory.get(arch, &source.code) {
-        return (r, false);
-    }
+    let claim = match caches.memory.claim(arch, &source.code) {
+        Claim::Ready(r) => return (r, false),
+        Claim::Mine(c) => c,
+    };
     if let Some(c) = caches.disk.and_then(|(d, v)| d.get(v, arch, source)) {
         let r = Arc::new(Ok(c));
-        caches.memory.put(arch, &source.code, r.clone());
+        caches.memory.put(claim, r.clone(), false);
         return (r, false);
     }
     let r = Arc::new(compile(source, arch));
@@ -447,7 +520,7 @@ pub fn compile_cached(source: &Source, arch: Target, caches: Caches) -> (Shared,
         // A failed write only means the next run compiles again.
         let _ = d.put(v, c, source);
     }
-    caches.memory.put(arch, &source.code, r.clone());
+    caches.memory.put(claim, r.clone(), true);
     (r, true)
 }
 
@@ -559,6 +632,47 @@ impl<'a> Pipeline<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn threads_asking_for_one_kernel_compile_it_once() {
+        // Eight threads (devices) ask for the same kernel at once: one compiles (here a
+        // stand-in for NVRTC that takes a while), the others wait for its result.
+        let cache = Cache::new();
+        let arch = Target::from(Arch { major: 9, minor: 0 });
+        let nvrtc_runs = AtomicUsize::new(0);
+        let got: Vec<Shared> = std::thread::scope(|s| {
+            let hs: Vec<_> = (0..8)
+                .map(|_| {
+                    s.spawn(|| match cache.claim(arch, "__global__ void k() {}") {
+                        Claim::Ready(r) => r,
+                        Claim::Mine(c) => {
+                            nvrtc_runs.fetch_add(1, Ordering::SeqCst);
+                            std::thread::sleep(std::time::Duration::from_millis(50));
+                            let r: Shared = Arc::new(Err(CompileError::Failed {
+                                kernel: "k".into(),
+                                arch,
+                                options: String::new(),
+                                log: "stand-in".into(),
+                            }));
+                            cache.put(c, r.clone(), true);
+                            r
+                        }
+                    })
+                })
+                .collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        assert_eq!(nvrtc_runs.load(Ordering::SeqCst), 1);
+        assert_eq!(cache.compiled(), 1);
+        assert_eq!(cache.hits(), 7);
+        assert!(got.iter().all(|r| Arc::ptr_eq(r, &got[0])));
+        // A claim dropped without a result (a panicking compile) lets the next one compile.
+        match cache.claim(arch, "other") {
+            Claim::Mine(c) => drop(c),
+            Claim::Ready(_) => panic!("nothing was compiled yet"),
+        }
+        assert!(matches!(cache.claim(arch, "other"), Claim::Mine(_)));
+    }
 
     #[test]
     fn a_chosen_library_that_fails_is_an_error_naming_the_variable() {
@@ -758,9 +872,18 @@ mod disk_tests {
         assert_eq!(got.cubin, ptx.cubin);
         // The in-memory cache keys by target too.
         let mem = Cache::new();
-        mem.put(Target::Ptx(sm75), "code", Arc::new(Ok(ptx.clone())));
-        assert!(mem.get(Target::Cubin(sm75), "code").is_none());
-        assert!(mem.get(Target::Ptx(sm75), "code").is_some());
+        match mem.claim(Target::Ptx(sm75), "code") {
+            Claim::Mine(c) => mem.put(c, Arc::new(Ok(ptx.clone())), false),
+            Claim::Ready(_) => panic!("empty cache"),
+        }
+        assert!(matches!(
+            mem.claim(Target::Cubin(sm75), "code"),
+            Claim::Mine(_)
+        ));
+        assert!(matches!(
+            mem.claim(Target::Ptx(sm75), "code"),
+            Claim::Ready(_)
+        ));
         // NVRTC's option names the virtual arch.
         assert!(options(Target::Ptx(sm75)).contains(&"--gpu-architecture=compute_75".to_string()));
         assert_eq!(Target::Ptx(sm75).to_string(), "compute_75");

@@ -75,6 +75,11 @@ pub trait Strategy {
     /// `history` holds every trial so far, in order, the resumed ones first; the same `space`
     /// is passed on every call. Must never return an index that is in `history`.
     fn next(&mut self, space: &[Candidate], history: &[Trial]) -> Option<usize>;
+    /// The list this search will see is one part of a space of `whole` candidates (a shape's
+    /// candidates split across identical GPUs): a strategy that chooses by the space's size
+    /// chooses by the whole's, as one device searching all of it would. Called before the
+    /// first [`Strategy::next`]; by default nothing changes.
+    fn part_of(&mut self, _whole: usize) {}
 }
 
 /// Why a strategy could not be made.
@@ -139,6 +144,15 @@ impl Strategy for Auto {
             }
         });
         inner.next(space, history)
+    }
+    fn part_of(&mut self, whole: usize) {
+        if self.inner.is_none() {
+            self.inner = Some(if whole <= AUTO_EXHAUSTIVE_MAX {
+                Box::new(Exhaustive::default())
+            } else {
+                Box::new(ModelGuided::default())
+            });
+        }
     }
 }
 

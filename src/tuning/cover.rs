@@ -19,7 +19,7 @@
 //! form ([`Coverage::serves`]).
 
 use crate::cuda::bench::RunError;
-use crate::cuda::device::Device;
+use crate::cuda::device::{Device, DeviceError};
 use crate::cuda::isolate::WorkerSettings;
 use crate::cuda::nvrtc::{self, DiskCache};
 use crate::db::{Coverage, CoverageConfig, CoveragePoint, Producer};
@@ -28,11 +28,15 @@ use crate::family::space::Config;
 use crate::measure::timing::TimingSettings;
 use crate::plan::outcome::utc_now_rfc3339;
 use crate::problem::{Form, Layout, Op, Shape};
+use crate::tuning::devices::Devices;
 use crate::tuning::evaluator::Evaluator;
+use crate::tuning::queue::Usage;
 use crate::tuning::tune::{tune, Silent, TuneError, TuneOptions};
 use serde::Deserialize;
 use std::collections::BTreeMap;
 use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Mutex;
 
 mod checkpoint;
 pub mod loo;
@@ -119,6 +123,9 @@ pub enum CoverError {
     /// NVRTC is missing or cannot target the GPU.
     #[error(transparent)]
     Compile(#[from] nvrtc::CompileError),
+    /// A device could not be opened.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
     /// The search strategy could not be made.
     #[error(transparent)]
     Search(#[from] crate::search::SearchError),
@@ -497,17 +504,29 @@ impl<F: Fn(&str) + Sync> CoverProgress for F {
     }
 }
 
-/// Runs the three steps on `dev` for `grid`, returning the coverage record of this GPU.
+/// A coverage record, and how busy the devices that measured it were.
+#[derive(Debug, Clone)]
+pub struct Covered {
+    /// The record.
+    pub coverage: Coverage,
+    /// Per device, its busy time (pool searches and grid together).
+    pub usage: Usage,
+}
+
+/// Runs the three steps on `devices` (one GPU model; each takes the next pool shape, then the
+/// next grid point, when free) for `grid`, returning the coverage record of this GPU model.
+/// Its `produced_by` names the first device.
 pub fn cover(
-    dev: &Device,
+    devices: &Devices,
     catalog: &Catalog,
     cache: &nvrtc::Cache,
     grid: &Grid,
     opts: &CoverOptions,
     progress: &dyn CoverProgress,
-) -> Result<Coverage, CoverError> {
+) -> Result<Covered, CoverError> {
     let op = grid.op;
-    nvrtc::check_arch(dev.info.arch)?;
+    let info = devices.info();
+    nvrtc::check_arch(info.arch)?;
     // Only the families that compute the grid's form search and seed the portfolio.
     let families = families_for(catalog, op, &grid.form, &opts.families)?;
     let seeds: Vec<Config> = opts
@@ -517,8 +536,8 @@ pub fn cover(
         .cloned()
         .collect();
     let pool_shapes = grid.pool();
-    let mut pool = Vec::new();
-    for (i, &shape) in pool_shapes.iter().enumerate() {
+    let searched = AtomicUsize::new(0);
+    let search = |dev: &mut Device, &shape: &Shape| -> Result<Vec<(Config, f64)>, CoverError> {
         let mut strategy = crate::search::by_name("model-guided", opts.seed)?;
         let topts = TuneOptions {
             seed: opts.seed,
@@ -563,16 +582,18 @@ pub fn cover(
             .map(|(_, t)| *t)
             .fold(f64::INFINITY, f64::min);
         progress.note(&format!(
-            "pool {}/{}: {op} {}: {} configs timed, best {:.4} ms, cuBLAS {:.4} ms",
-            i + 1,
+            "pool {}/{}: {op} {} on device {}: {} configs timed, best {:.4} ms, cuBLAS {:.4} ms",
+            searched.fetch_add(1, Ordering::Relaxed) + 1,
             pool_shapes.len(),
             shape.label(op),
+            dev.info.ordinal,
             measured.len(),
             best,
             report.baseline.median_ms
         ));
-        pool.push(measured);
-    }
+        Ok(measured)
+    };
+    let (pool, mut usage) = devices.run(&pool_shapes, &|dev| Ok(dev), &search)?;
     let portfolio = choose_portfolio(&seeds, &pool, opts.portfolio);
     if portfolio.is_empty() {
         return Err(CoverError::EmptyPool(op));
@@ -597,7 +618,7 @@ pub fn cover(
         })
         .collect();
     let record = Coverage {
-        gpu: dev.info.name.clone(),
+        gpu: info.name.clone(),
         op,
         form: grid.form,
         date: utc_now_rfc3339(),
@@ -605,16 +626,16 @@ pub fn cover(
         seed: opts.seed,
         produced_by: Some(Producer {
             host: crate::provenance::this_host(),
-            device: dev.info.ordinal as u32,
-            pci_bus_id: dev.info.pci_bus_id.clone(),
-            uuid: dev.info.uuid.clone(),
+            device: info.ordinal as u32,
+            pci_bus_id: info.pci_bus_id.clone(),
+            uuid: info.uuid.clone(),
             shard: None,
         }),
         configs,
         points: Vec::new(),
     };
-    measure_grid(
-        dev,
+    let mut covered = measure_grid(
+        devices,
         catalog,
         cache,
         &grid.shapes(),
@@ -622,7 +643,10 @@ pub fn cover(
         &portfolio,
         opts,
         progress,
-    )
+    )?;
+    usage.add(covered.usage);
+    covered.usage = usage;
+    Ok(covered)
 }
 
 /// Adds the shapes of `grid` that `base` lacks to `base` (a coverage of this GPU, of the grid's
@@ -631,16 +655,16 @@ pub fn cover(
 /// be current (its family unchanged since), or the old and new times would be of different
 /// kernels.
 pub fn extend(
-    dev: &Device,
+    devices: &Devices,
     catalog: &Catalog,
     cache: &nvrtc::Cache,
     grid: &Grid,
     base: &Coverage,
     opts: &CoverOptions,
     progress: &dyn CoverProgress,
-) -> Result<Coverage, CoverError> {
+) -> Result<Covered, CoverError> {
     let op = grid.op;
-    nvrtc::check_arch(dev.info.arch)?;
+    nvrtc::check_arch(devices.info().arch)?;
     if base.form != grid.form {
         return Err(CoverError::OtherForm {
             coverage: base.describe(),
@@ -685,25 +709,29 @@ pub fn extend(
     record.date = utc_now_rfc3339();
     record.tool_version = env!("CARGO_PKG_VERSION").to_string();
     measure_grid(
-        dev, catalog, cache, &shapes, record, &portfolio, opts, progress,
+        devices, catalog, cache, &shapes, record, &portfolio, opts, progress,
     )
 }
 
 /// Times every `portfolio` config on every shape (0 where it fails), beside cuBLAS, adding a
-/// point to `record` per shape ([`CoverProgress::checkpoint`] after each).
+/// point to `record` per shape ([`CoverProgress::checkpoint`] after each), the shapes spread
+/// over `devices`; the points end in the shapes' order.
 #[allow(clippy::too_many_arguments)]
 fn measure_grid(
-    dev: &Device,
+    devices: &Devices,
     catalog: &Catalog,
     cache: &nvrtc::Cache,
     shapes: &[Shape],
-    mut record: Coverage,
+    record: Coverage,
     portfolio: &[Config],
     opts: &CoverOptions,
     progress: &dyn CoverProgress,
-) -> Result<Coverage, CoverError> {
+) -> Result<Covered, CoverError> {
     let op = record.op;
-    for (i, &shape) in shapes.iter().enumerate() {
+    let kept = record.points.len();
+    let record = Mutex::new(record);
+    let measured = AtomicUsize::new(0);
+    let point = |dev: &mut Device, &shape: &Shape| -> Result<(), CoverError> {
         let run_err = |source| CoverError::Run {
             shape: shape.label(op),
             source,
@@ -731,23 +759,36 @@ fn measure_grid(
             .filter(|t| *t > 0.0)
             .fold(f64::INFINITY, f64::min);
         progress.note(&format!(
-            "grid {}/{}: {op} {}: best {:.4} ms, cuBLAS {:.4} ms ({:.3}x)",
-            i + 1,
+            "grid {}/{}: {op} {} on device {}: best {:.4} ms, cuBLAS {:.4} ms ({:.3}x)",
+            measured.fetch_add(1, Ordering::Relaxed) + 1,
             shapes.len(),
             shape.label(op),
+            dev.info.ordinal,
             best,
             cublas.median_ms,
             cublas.median_ms / best
         ));
         // The label gives the dimensions; the record's form applies to every point.
-        record.points.push(CoveragePoint {
+        let mut rec = record.lock().unwrap_or_else(|p| p.into_inner());
+        rec.points.push(CoveragePoint {
             shape: shape.dims().label(op),
             cublas_ms: cublas.median_ms,
             ms,
         });
-        progress.checkpoint(&record);
-    }
-    Ok(record)
+        progress.checkpoint(&rec);
+        Ok(())
+    };
+    let (_, usage) = devices.run(shapes, &|dev| Ok(dev), &point)?;
+    let mut coverage = record.into_inner().unwrap_or_else(|p| p.into_inner());
+    // The new points in the grid's order, whichever device measured them first.
+    let order = |label: &str| {
+        shapes
+            .iter()
+            .position(|s| s.dims().label(op) == label)
+            .unwrap_or(usize::MAX)
+    };
+    coverage.points[kept..].sort_by_key(|p| order(&p.shape));
+    Ok(Covered { coverage, usage })
 }
 
 #[cfg(test)]

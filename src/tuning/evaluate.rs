@@ -9,16 +9,19 @@
 //! are timed too, and the best time found gives each choice's regret.
 
 use crate::cuda::bench::RunError;
-use crate::cuda::device::Device;
+use crate::cuda::device::{Device, DeviceError};
 use crate::cuda::isolate::WorkerSettings;
 use crate::cuda::nvrtc::{self, DiskCache};
+use crate::db::Database;
 use crate::family::catalog::Catalog;
 use crate::family::space::{params_label, Config};
 use crate::measure::timing::TimingSettings;
 use crate::problem::{Op, Shape};
 use crate::product::lookup::{Choice, LookupOptions, Rule};
-use crate::product::runtime::Tuned;
+use crate::product::runtime::{RuntimeError, Tuned};
+use crate::tuning::devices::Devices;
 use crate::tuning::evaluator::Evaluator;
+use crate::tuning::queue::Usage;
 use crate::tuning::tune::{tune, Silent, TuneError, TuneOptions};
 use crate::tuning::workload::{Problem, Summary};
 use serde::{Deserialize, Serialize};
@@ -207,32 +210,55 @@ pub enum EvaluateError {
     /// The search strategy could not be made.
     #[error(transparent)]
     Search(#[from] crate::search::SearchError),
+    /// A device could not be opened.
+    #[error(transparent)]
+    Device(#[from] DeviceError),
+    /// The runtime could not be set up on a device.
+    #[error("setting up the runtime on device {device}: {source}")]
+    Runtime {
+        /// The device.
+        device: usize,
+        /// Why.
+        source: Box<RuntimeError>,
+    },
 }
 
-/// Evaluates `tuned`'s choices for `op` on every problem, on `dev`. `progress` gets one line
-/// per shape.
+/// Evaluates the choices a product shipping `db` gets for `op` on every problem, the problems
+/// spread over `devices` (one GPU model; each device runs the runtime on its own context and
+/// takes the next problem when free). `progress` gets one line per shape. The evaluations
+/// come in the problems' order, with the devices' busy time.
 #[allow(clippy::too_many_arguments)]
 pub fn evaluate(
-    dev: &Device,
-    tuned: &Tuned,
+    devices: &Devices,
+    db: &Database,
     catalog: &Catalog,
     cache: &nvrtc::Cache,
     op: Op,
     problems: &[Problem],
     opts: &EvaluateOptions,
-    progress: &dyn Fn(&str),
-) -> Result<Vec<ShapeEval>, EvaluateError> {
-    nvrtc::check_arch(dev.info.arch)?;
-    let mut out = Vec::new();
-    for (i, p) in problems.iter().enumerate() {
+    progress: &(dyn Fn(&str) + Sync),
+) -> Result<(Vec<ShapeEval>, Usage), EvaluateError> {
+    nvrtc::check_arch(devices.info().arch)?;
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let setup = |dev: Device| -> Result<(Device, Tuned), EvaluateError> {
+        let tuned = Tuned::new(&dev.ctx, db.clone())
+            .map_err(|e| EvaluateError::Runtime {
+                device: dev.info.ordinal,
+                source: Box::new(e),
+            })?
+            .quiet();
+        Ok((dev, tuned))
+    };
+    let work = |(dev, tuned): &mut (Device, Tuned), p: &Problem| {
         let e = evaluate_one(dev, tuned, catalog, cache, op, p, opts)?;
         let runtime = &e.chosen[0];
         progress(&format!(
-            "[{}/{}] {op} {} ({}): {} -> {:.3}x cuBLAS{}; before {:.3}x{}",
-            i + 1,
+            "[{}/{}] {op} {} ({}) on device {}: {} -> {:.3}x cuBLAS{}; before {:.3}x{}",
+            done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1,
             problems.len(),
             e.label,
             e.kind,
+            dev.info.ordinal,
             if runtime.vendor {
                 "cuBLAS (guard)".to_string()
             } else {
@@ -247,9 +273,9 @@ pub fn evaluate(
             e.regret()
                 .map_or(String::new(), |r| format!("; regret {r:.3}"))
         ));
-        out.push(e);
-    }
-    Ok(out)
+        Ok(e)
+    };
+    devices.run(problems, &setup, &work)
 }
 
 fn evaluate_one(

@@ -9,9 +9,11 @@
 
 pub mod cover;
 pub mod cross;
+pub mod devices;
 pub mod evaluate;
 pub mod evaluator;
 pub mod journal;
+pub mod queue;
 pub mod recheck;
 pub mod replay;
 pub mod rescore;

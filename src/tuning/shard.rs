@@ -1,5 +1,5 @@
-//! Splitting a suite's shapes between shards (Slurm job-array tasks, separate machines) and
-//! between the GPUs of one machine. Pure: every shard computes the same assignment from the
+//! Splitting a suite's shapes between shards (Slurm job-array tasks, separate machines; the GPUs
+//! of one machine share a work queue instead, [`crate::tuning::queue`]). Pure: every shard computes the same assignment from the
 //! same suite, so shards need no coordination, and each shape lands in exactly one shard.
 
 use crate::problem::{Op, Shape};
@@ -114,7 +114,7 @@ impl std::fmt::Display for Shard {
 
 /// A rough cost of tuning a shape, for balancing: the problem's work (FLOPs for GEMM, bytes
 /// for GEMV) plus a fixed part for compiling and setting up, which dominates small shapes.
-fn cost(op: Op, shape: Shape) -> f64 {
+pub fn cost(op: Op, shape: Shape) -> f64 {
     let work = match op {
         Op::Gemm => shape.flops() / 1e9,
         Op::Gemv => shape.min_bytes(op) / 1e8,

@@ -16,6 +16,7 @@ use crate::problem::{Op, Shape};
 use crate::search::{self, Strategy, Trial};
 use crate::tuning::evaluator::Evaluator;
 use crate::tuning::journal::{self, CandidateRecord, Header, JournalError, Record, Recorded};
+use crate::tuning::queue::Part;
 use serde::Serialize;
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
@@ -93,6 +94,9 @@ pub struct TuneOptions {
     pub deadline: Option<Instant>,
     /// The on-disk compile cache shared with the runtime (`None`: compile everything).
     pub disk_cache: Option<DiskCache>,
+    /// Only this part of the shape's candidates (a shape split across identical GPUs,
+    /// [`crate::tuning::queue`]); the report's family counts stay the whole space's.
+    pub part: Part,
 }
 
 impl Default for TuneOptions {
@@ -108,6 +112,7 @@ impl Default for TuneOptions {
             stop: None,
             deadline: None,
             disk_cache: None,
+            part: Part::WHOLE,
         }
     }
 }
@@ -138,6 +143,17 @@ pub fn tune(
 ) -> Result<TuneReport, TuneError> {
     let start = Instant::now();
     let (families, planned) = plan(catalog, op, shape, &dev.info.limits, &opts.families)?;
+    let planned = if opts.part.count > 1 {
+        strategy.part_of(planned.len());
+        planned
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| opts.part.holds(*i))
+            .map(|(_, p)| p)
+            .collect()
+    } else {
+        planned
+    };
     let nvrtc = nvrtc::nvrtc_version()?;
     nvrtc::check_arch(dev.info.arch)?;
 

@@ -21,6 +21,8 @@ const PURE: &[&str] = &[
     "src/tuning/journal.rs",
     "src/tuning/replay.rs",
     "src/tuning/shard.rs",
+    "src/tuning/queue.rs",
+    "src/tuning/queue",
     "src/tuning/recheck.rs",
     "src/tuning/verdict.rs",
     "src/tuning/sweep.rs",

@@ -15,5 +15,6 @@ mod db_safety;
 mod errors;
 mod fuzz;
 mod hostile;
+mod queue;
 mod shard;
 mod simulate;
