@@ -12,6 +12,8 @@
 //! their own use a handle each.
 
 #![deny(unsafe_op_in_unsafe_fn)]
+// The entry points take cuBLAS's arguments, as many as cuBLAS's calls take.
+#![allow(clippy::too_many_arguments)]
 
 pub mod mapping;
 pub mod status;
@@ -37,6 +39,12 @@ pub struct Handle {
     /// The `cudaStream_t` / `CUstream` calls are enqueued on (0: the legacy default stream).
     stream: AtomicUsize,
 }
+
+/// Handles are shared between threads, as cuBLAS's are.
+const _: () = {
+    const fn shared<T: Send + Sync>() {}
+    shared::<Handle>();
+};
 
 /// The handle behind `h`, or the status of a null one.
 ///

@@ -37,7 +37,7 @@ fn header_functions() -> BTreeMap<String, Vec<String>> {
             .filter(|p| !p.is_empty() && *p != "void")
             .map(|p| {
                 // The type is all but the last word (the name).
-                let ty = p[..p.rfind(|c: char| c == ' ' || c == '*').map_or(0, |i| i + 1)].trim();
+                let ty = p[..p.rfind([' ', '*']).map_or(0, |i| i + 1)].trim();
                 rust_type(ty).unwrap_or_else(|| panic!("{name}: no Rust spelling for `{ty}`"))
             })
             .collect();
