@@ -19,8 +19,9 @@ pub mod mapping;
 pub mod status;
 
 use autotune_rt::db::Database;
+use autotune_rt::problem::Call;
 use autotune_rt::problem::Op;
-use autotune_rt::product::desc::{GemmDesc, GemvDesc};
+use autotune_rt::product::desc::DescError;
 use autotune_rt::product::runtime::raw::{DevicePtr, RawStream};
 use autotune_rt::Tuned;
 use mapping::{ColGemm, ColGemv};
@@ -62,6 +63,19 @@ unsafe fn handle<'a>(h: *const Handle) -> Result<&'a Handle, Failure> {
 unsafe fn scalar(p: *const f32, name: &'static str) -> Result<f32, Failure> {
     // SAFETY: the caller promises a valid pointer or null.
     unsafe { p.as_ref() }.copied().ok_or(Failure::Null(name))
+}
+
+/// The handle and the scalars of a call: what every call checks first.
+///
+/// # Safety
+/// As [`handle`] and [`scalar`].
+unsafe fn begin<'a>(
+    h: *const Handle,
+    alpha: *const f32,
+    beta: *const f32,
+) -> Result<(&'a Handle, f32, f32), Failure> {
+    // SAFETY: the caller's promises, passed on.
+    unsafe { Ok((handle(h)?, scalar(alpha, "alpha")?, scalar(beta, "beta")?)) }
 }
 
 /// The device address of `p`, refusing null.
@@ -221,8 +235,7 @@ pub unsafe extern "C" fn autotune_sgemm(
     guard(|| {
         // SAFETY: the caller's promises, passed on.
         unsafe {
-            let h = self::handle(handle)?;
-            let (alpha, beta) = (scalar(alpha, "alpha")?, scalar(beta, "beta")?);
+            let (h, alpha, beta) = begin(handle, alpha, beta)?;
             let call = ColGemm::single(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc);
             sgemm(h, call, a, b, c)
         }
@@ -257,8 +270,7 @@ pub unsafe extern "C" fn autotune_sgemm_strided_batched(
     guard(|| {
         // SAFETY: the caller's promises, passed on.
         unsafe {
-            let h = self::handle(handle)?;
-            let (alpha, beta) = (scalar(alpha, "alpha")?, scalar(beta, "beta")?);
+            let (h, alpha, beta) = begin(handle, alpha, beta)?;
             let call = ColGemm {
                 transa,
                 transb,
@@ -323,8 +335,7 @@ pub unsafe extern "C" fn autotune_sgemv(
     guard(|| {
         // SAFETY: the caller's promises, passed on.
         unsafe {
-            let h = self::handle(handle)?;
-            let (alpha, beta) = (scalar(alpha, "alpha")?, scalar(beta, "beta")?);
+            let (h, alpha, beta) = begin(handle, alpha, beta)?;
             let call = ColGemv::single(trans, m, n, alpha, lda, incx, beta, incy);
             sgemv(h, call, a, x, y)
         }
@@ -357,8 +368,7 @@ pub unsafe extern "C" fn autotune_sgemv_strided_batched(
     guard(|| {
         // SAFETY: the caller's promises, passed on.
         unsafe {
-            let h = self::handle(handle)?;
-            let (alpha, beta) = (scalar(alpha, "alpha")?, scalar(beta, "beta")?);
+            let (h, alpha, beta) = begin(handle, alpha, beta)?;
             let call = ColGemv {
                 trans,
                 m,
@@ -407,28 +417,33 @@ unsafe fn write_text(
     Ok(())
 }
 
-/// What a call does in the runtime's terms, and which kernel runs and why.
-fn explain(h: &Handle, op: Op, mapped: &str, problem: (autotune_rt::Shape, String)) -> String {
-    let (shape, label) = problem;
-    format!(
-        "{mapped}: row-major {op} {label} on {}: {}",
-        h.tuned.device().name,
-        h.tuned.explain(op, shape).describe(op, shape)
-    )
-}
-
-fn gemm_label(d: &GemmDesc) -> Result<(autotune_rt::Shape, String), Failure> {
-    let (shape, _) = d
-        .problem(d.lens())
-        .map_err(|e| Failure::Runtime(e.into()))?;
-    Ok((shape, shape.label(Op::Gemm)))
-}
-
-fn gemv_label(d: &GemvDesc) -> Result<(autotune_rt::Shape, String), Failure> {
-    let (shape, _) = d
-        .problem(d.lens())
-        .map_err(|e| Failure::Runtime(e.into()))?;
-    Ok((shape, shape.label(Op::Gemv)))
+/// The text of an explain call: the call as given, the row-major problem it maps to (`None`:
+/// nothing to compute), and which kernel runs on it and why, into `buf` as `snprintf` writes.
+///
+/// # Safety
+/// As [`write_text`].
+unsafe fn explain(
+    h: &Handle,
+    op: Op,
+    call: &str,
+    problem: Option<Result<(autotune_rt::Shape, Call), DescError>>,
+    out: (*mut c_char, usize, *mut usize),
+) -> Result<(), Failure> {
+    let text = match problem {
+        None => format!("{call}: nothing to compute (m, n or batchCount is 0)"),
+        Some(p) => {
+            let (shape, _) = p.map_err(|e| Failure::Runtime(e.into()))?;
+            format!(
+                "{call}: row-major {op} {} on {}: {}",
+                shape.label(op),
+                h.tuned.device().name,
+                h.tuned.explain(op, shape).describe(op, shape)
+            )
+        }
+    };
+    let (buf, size, length) = out;
+    // SAFETY: the caller's promises, passed on.
+    unsafe { write_text(&text, buf, size, length) }
 }
 
 /// What `autotune_sgemm_strided_batched` with these arguments would run and why (the rule,
@@ -462,22 +477,15 @@ pub unsafe extern "C" fn autotune_explain_sgemm(
             let h = self::handle(handle)?;
             let mut call = ColGemm::single(transa, transb, m, n, k, alpha, lda, ldb, beta, ldc);
             call.batch = batch_count;
-            let mapped = format!(
+            let text = format!(
                 "sgemm transa={transa} transb={transb} m={m} n={n} k={k} lda={lda} ldb={ldb} ldc={ldc} batch={batch_count}"
             );
-            let text = match call.to_row_major()? {
-                None => format!("{mapped}: nothing to compute (m, n or batchCount is 0)"),
-                Some(mut d) => {
-                    // Batched products one after the other: the strides only need to be
-                    // large enough for the lookup's key.
-                    if d.batch > 1 {
-                        let batch = d.batch;
-                        d = d.batched(batch);
-                    }
-                    explain(h, Op::Gemm, &mapped, gemm_label(&d)?)
-                }
-            };
-            write_text(&text, buf, size, length)
+            // Products one after the other: any strides serve the lookup's key.
+            let problem = call
+                .to_row_major()?
+                .map(|d| d.batched(d.batch))
+                .map(|d| d.problem(d.lens()));
+            explain(h, Op::Gemm, &text, problem, (buf, size, length))
         }
     })
 }
@@ -507,18 +515,12 @@ pub unsafe extern "C" fn autotune_explain_sgemv(
             let h = self::handle(handle)?;
             let mut call = ColGemv::single(trans, m, n, alpha, lda, 1, beta, 1);
             call.batch = batch_count;
-            let mapped = format!("sgemv trans={trans} m={m} n={n} lda={lda} batch={batch_count}");
-            let text = match call.to_row_major()? {
-                None => format!("{mapped}: nothing to compute (m, n or batchCount is 0)"),
-                Some(mut d) => {
-                    if d.batch > 1 {
-                        let batch = d.batch;
-                        d = d.batched(batch);
-                    }
-                    explain(h, Op::Gemv, &mapped, gemv_label(&d)?)
-                }
-            };
-            write_text(&text, buf, size, length)
+            let text = format!("sgemv trans={trans} m={m} n={n} lda={lda} batch={batch_count}");
+            let problem = call
+                .to_row_major()?
+                .map(|d| d.batched(d.batch))
+                .map(|d| d.problem(d.lens()));
+            explain(h, Op::Gemv, &text, problem, (buf, size, length))
         }
     })
 }

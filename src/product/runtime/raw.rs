@@ -8,9 +8,9 @@
 
 use super::{RuntimeError, Tuned};
 use crate::cuda::device::{self, DeviceError};
-use crate::problem::Op;
+use crate::problem::{Call, Op, Shape};
 use crate::product::desc::{GemmDesc, GemvDesc};
-use cudarc::driver::{CudaContext, CudaSlice, CudaStream};
+use cudarc::driver::{CudaContext, CudaSlice};
 use std::mem::ManuallyDrop;
 use std::sync::Arc;
 
@@ -82,15 +82,9 @@ impl Tuned {
         b: DevicePtr,
         c: DevicePtr,
     ) -> Result<(), RuntimeError> {
-        let (shape, call) = desc.problem(desc.lens())?;
-        let [la, lb, lc] = desc.lens();
-        let stream = self.borrow_stream(stream);
-        let (a, b, mut c) = (
-            borrow(&stream, a, la),
-            borrow(&stream, b, lb),
-            borrow(&stream, c, lc),
-        );
-        self.run(&stream, Op::Gemm, shape, &call, &a.0, &b.0, &mut c.0)
+        let problem = desc.problem(desc.lens())?;
+        // SAFETY: the caller's promises, passed on.
+        unsafe { self.run_raw(stream, Op::Gemm, problem, desc.lens(), [a, b, c]) }
     }
 
     /// [`Tuned::gemv_ex`] on raw device pointers and a raw stream, as [`Tuned::gemm_raw`].
@@ -106,32 +100,36 @@ impl Tuned {
         x: DevicePtr,
         y: DevicePtr,
     ) -> Result<(), RuntimeError> {
-        let (shape, call) = desc.problem(desc.lens())?;
-        let [la, lx, ly] = desc.lens();
-        let stream = self.borrow_stream(stream);
-        let (a, x, mut y) = (
-            borrow(&stream, a, la),
-            borrow(&stream, x, lx),
-            borrow(&stream, y, ly),
-        );
-        self.run(&stream, Op::Gemv, shape, &call, &a.0, &x.0, &mut y.0)
+        let problem = desc.problem(desc.lens())?;
+        // SAFETY: the caller's promises, passed on.
+        unsafe { self.run_raw(stream, Op::Gemv, problem, desc.lens(), [a, x, y]) }
     }
 
-    /// The caller's stream, borrowed (never destroyed by the runtime).
-    unsafe fn borrow_stream(&self, stream: RawStream) -> Arc<CudaStream> {
-        // SAFETY: the caller of gemm_raw/gemv_raw promises a stream of this context.
-        unsafe {
+    /// Runs a checked problem on the buffers at `ptrs` (two inputs, then the output) of
+    /// `lens` floats, borrowed for the call, on the caller's stream.
+    ///
+    /// # Safety
+    /// As [`Tuned::gemm_raw`].
+    unsafe fn run_raw(
+        &self,
+        stream: RawStream,
+        op: Op,
+        (shape, call): (Shape, Call),
+        lens: [usize; 3],
+        ptrs: [DevicePtr; 3],
+    ) -> Result<(), RuntimeError> {
+        // SAFETY: the caller promises a stream of this context; it is never destroyed here.
+        let stream = unsafe {
             self.ctx
                 .wrap_borrowed_stream(stream as cudarc::driver::sys::CUstream)
-        }
+        };
+        // SAFETY: the caller promises `lens[i]` floats at `ptrs[i]` in the stream's context;
+        // `Borrowed` hands each back instead of freeing it.
+        let [a, b, mut out] = std::array::from_fn(|i| {
+            Borrowed(ManuallyDrop::new(unsafe {
+                stream.upgrade_device_ptr::<f32>(ptrs[i], lens[i])
+            }))
+        });
+        self.run(&stream, op, shape, &call, &a.0, &b.0, &mut out.0)
     }
-}
-
-/// `len` floats at `ptr`, borrowed for one call on `stream`.
-unsafe fn borrow(stream: &Arc<CudaStream>, ptr: DevicePtr, len: usize) -> Borrowed {
-    // SAFETY: the caller promises `len` floats at `ptr` in the stream's context; `Borrowed`
-    // leaks the slice instead of freeing it.
-    Borrowed(ManuallyDrop::new(unsafe {
-        stream.upgrade_device_ptr::<f32>(ptr, len)
-    }))
 }
