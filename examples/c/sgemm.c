@@ -276,8 +276,10 @@ int main(int argc, char **argv) {
     autotune_set_stream(at, stream);
     static const Case cases[] = {
         {"sgemm NN 1024^3", 0, CUBLAS_OP_N, CUBLAS_OP_N, 1024, 1024, 1024, 0, 1, 1.0f, 0.0f},
-        {"sgemm TN 777x555x333", 0, CUBLAS_OP_T, CUBLAS_OP_N, 777, 555, 333, 0, 1, 1.0f, 0.0f},
-        {"sgemm NT layer 4096x8x4096", 0, CUBLAS_OP_N, CUBLAS_OP_T, 4096, 8, 4096, 0, 1, 1.0f, 0.0f},
+        {"sgemm NT 777x555x333", 0, CUBLAS_OP_N, CUBLAS_OP_T, 777, 555, 333, 0, 1, 1.0f, 0.0f},
+        /* The layer call Y = X W^T (row-major X: 8 tokens x 4096, W: 11008 x 4096), read
+         * column-major: Y^T = W X^T, op T on W's buffer. */
+        {"sgemm TN layer 11008x8x4096", 0, CUBLAS_OP_T, CUBLAS_OP_N, 11008, 8, 4096, 0, 1, 1.0f, 0.0f},
         {"sgemm TT padded a,b", 0, CUBLAS_OP_T, CUBLAS_OP_T, 300, 200, 100, 5, 1, 0.5f, 2.0f},
         {"sgemm NN batched 64x128^2x64", 0, CUBLAS_OP_N, CUBLAS_OP_N, 128, 128, 64, 0, 64, 1.0f, 0.0f},
         {"sgemm TN batched 8, beta", 0, CUBLAS_OP_T, CUBLAS_OP_N, 256, 96, 512, 3, 8, 1.0f, 1.0f},
