@@ -64,7 +64,8 @@ typedef struct autotune_context *autotune_handle_t;
  */
 autotune_status_t autotune_create(autotune_handle_t *handle, int device, const char *db_path);
 
-/* Waits for the handle's work on its GPU (as cublasDestroy does), then releases it. */
+/* Waits for the handle's work on its GPU (as cublasDestroy does), then releases it. No call on
+ * the handle may be running in another thread, or come after. */
 autotune_status_t autotune_destroy(autotune_handle_t handle);
 
 /*

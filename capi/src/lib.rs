@@ -19,8 +19,7 @@ pub mod mapping;
 pub mod status;
 
 use autotune_rt::db::Database;
-use autotune_rt::problem::Call;
-use autotune_rt::problem::Op;
+use autotune_rt::problem::{Call, Op};
 use autotune_rt::product::desc::DescError;
 use autotune_rt::product::runtime::raw::{DevicePtr, RawStream};
 use autotune_rt::Tuned;
