@@ -8,6 +8,14 @@ mkdir -p .gpu
 cp target/release/autotune .gpu/autotune
 cp target/release/examples/ship .gpu/ship
 cp target/release/examples/online .gpu/online
+# libautotune as a product builds it (no command-line crates) and the C and C++ examples linked
+# against it, found next to them ($ORIGIN): scripts/capi-gpu.sh runs them.
+cargo build --release -p autotune-capi
+cp target/release/libautotune.so .gpu/libautotune.so
+cc -std=c99 -O2 -Wall -Werror -I capi/include examples/c/sgemm.c -L target/release -lautotune -ldl -lm \
+  -Wl,-rpath,'$ORIGIN' -o .gpu/sgemm-c
+c++ -std=c++17 -O2 -Wall -Werror -I capi/include examples/cpp/sgemm.cpp -L target/release -lautotune \
+  -Wl,-rpath,'$ORIGIN' -o .gpu/sgemm-cpp
 tests=$(cargo test --release --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:

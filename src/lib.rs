@@ -22,6 +22,11 @@
 //! - [`product`]: what a product links: [`Tuned`], the lookup, the exports;
 //! - [`report`]: tables, charts and GPU comparisons.
 //!
+//! Features: `cli` (on by default) holds what only the command line uses (clap, indicatif,
+//! ctrlc, anyhow, and plotters for `report::chart`); a product that depends on this crate with
+//! `default-features = false` gets the runtime and the tuning library alone. The C ABI over the
+//! runtime is the crate in `capi/` (`libautotune`, `include/autotune.h`).
+//!
 //! Pure modules need no GPU and no CUDA: `docs/architecture.md` lists them, and
 //! `tests/offline/architecture.rs` checks that they import nothing that does.
 

@@ -46,6 +46,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 
 mod error;
+pub mod raw;
 pub use error::RuntimeError;
 
 /// Counters of the module cache, for logs and tests.

@@ -4,9 +4,11 @@
 //! - this file: text tables of a tuning run, a dry run and a suite;
 //! - [`table`]: the one table renderer ([`Table`]: aligned text, Markdown, CSV) they all use;
 //! - [`gpus`]: one op's shapes side by side on several GPUs, with geometric-mean summaries;
-//! - [`chart`]: SVG bar charts of a comparison, and the Markdown report that shows them;
+//! - `chart`: SVG bar charts of a comparison, and the Markdown report that shows them (with
+//!   the `cli` feature, which brings plotters);
 //! - [`formats`]: every database entry as CSV, JSON or the T4 autotuning results format.
 
+#[cfg(feature = "cli")]
 pub mod chart;
 pub mod formats;
 pub mod gpus;

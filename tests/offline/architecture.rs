@@ -41,7 +41,7 @@ const IMPURE: &[&str] = &[
 ];
 
 /// The only places that may name cudarc.
-const CUDARC_USERS: &[&str] = &["src/cuda", "src/product/runtime.rs"];
+const CUDARC_USERS: &[&str] = &["src/cuda", "src/product/runtime.rs", "src/product/runtime"];
 
 fn rust_files(path: &Path, out: &mut Vec<PathBuf>) {
     if path.is_dir() {
