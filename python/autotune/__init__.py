@@ -41,10 +41,11 @@ def device_count():
     return _device_count()
 
 
-def _views(named, stream):
-    """Views of the given ``(name, array)`` pairs (``None`` arrays stay ``None``) and the
-    stream to launch on: ``stream`` when given, else the one the arrays agree on."""
-    views = [(n, None if o is None else _arrays.view(o, n)) for n, o in named]
+def _views(named, stream, device=None):
+    """Views of the given ``(name, array)`` pairs (``out=None`` stays ``None``) and the
+    stream to launch on: ``stream`` when given, else the one the arrays agree on. Arrays that
+    say their GPU must be on ``device`` (when given)."""
+    views = [(n, None if o is None and n == "out" else _arrays.view(o, n)) for n, o in named]
     if stream is not None:
         handle = _arrays.stream_handle(stream)
     else:
@@ -64,6 +65,9 @@ def _views(named, stream):
     if len(devices) > 1:
         raise ValueError("the arrays are on different GPUs (%s): move them to one"
                          % ", ".join(str(d) for d in sorted(devices)))
+    if device is not None and devices and devices != {device}:
+        raise ValueError("the arrays are on GPU %d, this autotune.Tuned on GPU %d: use "
+                         "autotune.Tuned(device=%d) for them" % (min(devices), device, min(devices)))
     return out, handle
 
 
@@ -86,14 +90,14 @@ def _allocate(like, shape, name_of_like="a"):
     return arr, _arrays.view(arr, "out")
 
 
-def _gemm_plan(a, b, out, trans_a, trans_b, alpha, beta, stream):
-    (av, bv, ov), handle = _views([("a", a), ("b", b), ("out", out)], stream)
+def _gemm_plan(a, b, out, trans_a, trans_b, alpha, beta, stream, device=None):
+    (av, bv, ov), handle = _views([("a", a), ("b", b), ("out", out)], stream, device)
     plan = _plan.plan_gemm(av, bv, ov, trans_a, trans_b, alpha, beta)
     return plan, ov, handle
 
 
-def _gemv_plan(a, x, out, trans, alpha, beta, stream):
-    (av, xv, ov), handle = _views([("a", a), ("x", x), ("out", out)], stream)
+def _gemv_plan(a, x, out, trans, alpha, beta, stream, device=None):
+    (av, xv, ov), handle = _views([("a", a), ("x", x), ("out", out)], stream, device)
     plan = _plan.plan_gemv(av, xv, ov, trans, alpha, beta)
     return plan, av, xv, ov, handle
 
@@ -210,7 +214,8 @@ class Tuned:
         (``torch.empty`` / ``cupy.empty`` on ``a``'s GPU; JAX inputs need ``out=``); an ``out``
         given may be a transposed view too. Launched on the arrays' stream, or ``stream``.
         """
-        plan, ov, handle = _gemm_plan(a, b, out, trans_a, trans_b, alpha, beta, stream)
+        plan, ov, handle = _gemm_plan(a, b, out, trans_a, trans_b, alpha, beta, stream,
+                                      self._rt.device)
         if ov is None:
             c_len = _packed_len(plan.out_shape)
             # Checked before allocating: a wrong call allocates nothing either.
@@ -229,7 +234,8 @@ class Tuned:
         2-D ``x`` (``batch x length``) make a strided batch. ``out=None`` allocates as
         :meth:`gemm` does.
         """
-        plan, av, xv, ov, handle = _gemv_plan(a, x, out, trans, alpha, beta, stream)
+        plan, av, xv, ov, handle = _gemv_plan(a, x, out, trans, alpha, beta, stream,
+                                              self._rt.device)
         if ov is None:
             y_len = _packed_len(plan.out_shape)
             _check_gemv(*plan.desc, av.extent(), xv.extent(), y_len)

@@ -221,8 +221,7 @@ def _from_dlpack(p, stream):
     else:
         strides = _contiguous(shape)
     ptr = (t.data or 0) + t.byte_offset
-    return View(ptr, shape, strides, t.device.device_id, stream, _lib_of(obj), False, obj,
-                capsule)
+    return View(ptr, shape, strides, p.device, stream, _lib_of(obj), False, obj, capsule)
 
 
 def view(obj, name):
