@@ -8,6 +8,10 @@ mkdir -p .gpu
 cp target/release/autotune .gpu/autotune
 cp target/release/examples/ship .gpu/ship
 cp target/release/examples/online .gpu/online
+cp target/release/examples/call_overhead .gpu/call_overhead
+# The Python wheel and pytest's wheels for scripts/python-gpu.sh (no network there).
+cp "$(bash scripts/python-wheel.sh | tail -n1)" .gpu/
+python3 -m pip download --quiet --disable-pip-version-check --only-binary :all: -d .gpu/pywheels pytest
 tests=$(cargo test --release --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:
