@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$root/target}
 python=${PYTHON:-python3}
+# A relative path stays valid after the `cd python` below.
+case $python in */*) python=$(cd "$(dirname "$python")" && pwd)/$(basename "$python") ;; esac
 # maturin: the interpreter's own, else one in a venv kept in the target directory.
 if ! "$python" -m maturin --version >/dev/null 2>&1; then
   venv=$CARGO_TARGET_DIR/maturin-venv

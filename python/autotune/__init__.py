@@ -177,12 +177,14 @@ class Tuned:
         self._rt = Runtime(db, device, bool(vendor_guard), math == "simt",
                            None if record_to is None else os.fspath(record_to),
                            None if online is None else os.fspath(online), bool(quiet))
+        self._device = device
 
     @classmethod
     def _with_runtime(cls, runtime):
         """A Tuned over another runtime object (tests use one that records its calls)."""
         self = cls.__new__(cls)
         self._rt = runtime
+        self._device = runtime.device
         return self
 
     @property
@@ -215,16 +217,16 @@ class Tuned:
         given may be a transposed view too. Launched on the arrays' stream, or ``stream``.
         """
         plan, ov, handle = _gemm_plan(a, b, out, trans_a, trans_b, alpha, beta, stream,
-                                      self._rt.device)
+                                      self._device)
+        a_len, b_len = plan.a.extent(), plan.b.extent()
         if ov is None:
             c_len = _packed_len(plan.out_shape)
             # Checked before allocating: a wrong call allocates nothing either.
-            _check_gemm(*plan.desc, plan.a.extent(), plan.b.extent(), c_len)
+            _check_gemm(*plan.desc, a_len, b_len, c_len)
             out, ov = _allocate(plan.a if plan.a.lib else plan.b, plan.out_shape)
         else:
             c_len = ov.extent()
-        self._rt.gemm(*plan.desc, plan.a.ptr, plan.a.extent(), plan.b.ptr, plan.b.extent(),
-                      ov.ptr, c_len, handle)
+        self._rt.gemm(*plan.desc, plan.a.ptr, a_len, plan.b.ptr, b_len, ov.ptr, c_len, handle)
         return out
 
     def gemv(self, a, x, out=None, trans=False, alpha=1.0, beta=0.0, stream=None):
@@ -235,7 +237,7 @@ class Tuned:
         :meth:`gemm` does.
         """
         plan, av, xv, ov, handle = _gemv_plan(a, x, out, trans, alpha, beta, stream,
-                                              self._rt.device)
+                                              self._device)
         if ov is None:
             y_len = _packed_len(plan.out_shape)
             _check_gemv(*plan.desc, av.extent(), xv.extent(), y_len)

@@ -52,9 +52,12 @@ class View:
 
     def extent(self):
         """Elements from the first to one past the last one the array can reach (0 if empty)."""
-        if 0 in self.shape:
-            return 0
-        return 1 + sum((d - 1) * s for d, s in zip(self.shape, self.strides))
+        e = 1
+        for d, s in zip(self.shape, self.strides):
+            if d == 0:
+                return 0
+            e += (d - 1) * s
+        return e
 
     def __repr__(self):
         return "View(ptr=%#x, shape=%r, strides=%r, device=%r, stream=%r, lib=%r)" % (
@@ -152,7 +155,7 @@ def _from_cai(cai, obj, name):
     if not isinstance(cai, dict):
         raise TypeError("%s.__cuda_array_interface__ is a %s, not a dict" % (name, type(cai).__name__))
     try:
-        shape = tuple(int(d) for d in cai["shape"])
+        shape = tuple(map(int, cai["shape"]))
         typestr = cai["typestr"]
         ptr, readonly = cai["data"]
     except (KeyError, TypeError, ValueError) as e:
@@ -170,7 +173,7 @@ def _from_cai(cai, obj, name):
     if strides is None:
         strides = _contiguous(shape)
     else:
-        strides = tuple(int(s) for s in strides)
+        strides = tuple(map(int, strides))
         if len(strides) != len(shape):
             raise ValueError("%s: __cuda_array_interface__ has %d strides for %d dimensions"
                              % (name, len(strides), len(shape)))
