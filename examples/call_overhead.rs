@@ -31,8 +31,7 @@ fn main() -> Result<(), Box<dyn Error>> {
     let (m, n, k) = (arg(&args, 0, 64)?, arg(&args, 1, 64)?, arg(&args, 2, 64)?);
     let (calls, reps) = (arg(&args, 3, 200)?.max(1), arg(&args, 4, 30)?.max(1));
     let ctx = Tuned::context(0)?;
-    let tuned =
-        Tuned::from_toml_str(&ctx, include_str!("../results/tuning.toml"))?.quiet();
+    let tuned = Tuned::from_toml_str(&ctx, include_str!("../results/tuning.toml"))?.quiet();
     let stream = ctx.default_stream();
     let a = stream.alloc_zeros::<f32>(m * k)?;
     let b = stream.alloc_zeros::<f32>(k * n)?;

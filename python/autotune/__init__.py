@@ -119,14 +119,14 @@ def check_gemm(a, b, out=None, trans_a=False, trans_b=False, alpha=1.0, beta=0.0
     call would raise for its arguments."""
     plan, ov, _ = _gemm_plan(a, b, out, trans_a, trans_b, alpha, beta, stream)
     c_len = ov.extent() if ov is not None else _packed_len(plan.out_shape)
-    return _check_gemm(*plan.desc, *_gemm_lens(plan, c_len))
+    return _check_gemm(plan.desc, *_gemm_lens(plan, c_len))
 
 
 def check_gemv(a, x, out=None, trans=False, alpha=1.0, beta=0.0, stream=None):
     """Checks a :meth:`Tuned.gemv` call without a GPU, like :func:`check_gemm`."""
     plan, av, xv, ov, _ = _gemv_plan(a, x, out, trans, alpha, beta, stream)
     y_len = ov.extent() if ov is not None else _packed_len(plan.out_shape)
-    return _check_gemv(*plan.desc, av.extent(), xv.extent(), y_len)
+    return _check_gemv(plan.desc, av.extent(), xv.extent(), y_len)
 
 
 class _Dims:
@@ -222,11 +222,11 @@ class Tuned:
         if ov is None:
             c_len = _packed_len(plan.out_shape)
             # Checked before allocating: a wrong call allocates nothing either.
-            _check_gemm(*plan.desc, a_len, b_len, c_len)
+            _check_gemm(plan.desc, a_len, b_len, c_len)
             out, ov = _allocate(plan.a if plan.a.lib else plan.b, plan.out_shape)
         else:
             c_len = ov.extent()
-        self._rt.gemm(*plan.desc, plan.a.ptr, a_len, plan.b.ptr, b_len, ov.ptr, c_len, handle)
+        self._rt.gemm(plan.desc, plan.a.ptr, a_len, plan.b.ptr, b_len, ov.ptr, c_len, handle)
         return out
 
     def gemv(self, a, x, out=None, trans=False, alpha=1.0, beta=0.0, stream=None):
@@ -240,11 +240,11 @@ class Tuned:
                                               self._device)
         if ov is None:
             y_len = _packed_len(plan.out_shape)
-            _check_gemv(*plan.desc, av.extent(), xv.extent(), y_len)
+            _check_gemv(plan.desc, av.extent(), xv.extent(), y_len)
             out, ov = _allocate(av if av.lib else xv, plan.out_shape)
         else:
             y_len = ov.extent()
-        self._rt.gemv(*plan.desc, av.ptr, av.extent(), xv.ptr, xv.extent(), ov.ptr, y_len,
+        self._rt.gemv(plan.desc, av.ptr, av.extent(), xv.ptr, xv.extent(), ov.ptr, y_len,
                       handle)
         return out
 
@@ -260,10 +260,10 @@ class Tuned:
             if trans:
                 raise ValueError("trans is gemv's; gemm takes trans_a and trans_b")
             plan = _gemm_plan(a, b, out, trans_a, trans_b, alpha, beta, None)[0]
-            return self._rt.explain_gemm(*plan.desc)
+            return self._rt.explain_gemm(plan.desc)
         if op == "gemv":
             if trans_a or trans_b:
                 raise ValueError("trans_a and trans_b are gemm's; gemv takes trans")
             plan = _gemv_plan(a, b, out, trans, alpha, beta, None)[0]
-            return self._rt.explain_gemv(*plan.desc)
+            return self._rt.explain_gemv(plan.desc)
         raise ValueError("op must be 'gemm' or 'gemv'; got %r" % (op,))

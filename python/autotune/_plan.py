@@ -101,9 +101,9 @@ def _scalar(name, value):
 
 
 class GemmPlan:
-    """A checked GEMM: ``desc`` are the positional arguments of the extension's ``gemm`` and
-    ``check_gemm`` up to the buffers (trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta,
-    batch, stride_a, stride_b, stride_c); ``a`` and ``b`` the views read as the runtime's A and
+    """A checked GEMM: ``desc`` is the descriptor the extension's ``gemm`` and ``check_gemm``
+    take (trans_a, trans_b, m, n, k, (lda, ldb, ldc), alpha, beta, batch, (stride_a,
+    stride_b, stride_c)); ``a`` and ``b`` the views read as the runtime's A and
     B (swapped when ``out`` is a transposed view); ``out_shape`` the shape of the result."""
 
     __slots__ = ("desc", "a", "b", "out_shape")
@@ -161,13 +161,13 @@ def plan_gemm(a, b, out, trans_a, trans_b, alpha, beta):
     ta, tb = sta != bool(trans_a), stb != bool(trans_b)
     if out_t:
         # out is stored transposed (n x m): out^T = op(b)^T op(a)^T, with the operands swapped.
-        desc = (not tb, not ta, n, m, k, ldb, lda, ldc, alpha, beta, batch, sb, sa, sc)
+        desc = (not tb, not ta, n, m, k, (ldb, lda, ldc), alpha, beta, batch, (sb, sa, sc))
         return GemmPlan(desc, b, a, out_shape)
     if batch > 1 and bb is None and not ta and sa == m * lda and (out is None or sc == m * ldc):
         # A batch of A's against one B, rows after rows: one product of batch * m rows.
-        desc = (False, tb, batch * m, n, k, lda, ldb, ldc, alpha, beta, 1, 0, 0, 0)
+        desc = (False, tb, batch * m, n, k, (lda, ldb, ldc), alpha, beta, 1, (0, 0, 0))
         return GemmPlan(desc, a, b, out_shape)
-    desc = (ta, tb, m, n, k, lda, ldb, ldc, alpha, beta, batch, sa, sb, sc)
+    desc = (ta, tb, m, n, k, (lda, ldb, ldc), alpha, beta, batch, (sa, sb, sc))
     return GemmPlan(desc, a, b, out_shape)
 
 

@@ -43,60 +43,75 @@ create_exception!(
 /// The database this repository ships (`results/tuning.toml`), built in.
 const SHIPPED_DB: &str = include_str!("../../results/tuning.toml");
 
-/// A GEMM descriptor from the Python side's positional arguments.
-#[allow(clippy::too_many_arguments)]
-fn gemm_desc(
-    trans_a: bool,
-    trans_b: bool,
-    m: usize,
-    n: usize,
-    k: usize,
-    lds: (usize, usize, usize),
-    alpha: f32,
-    beta: f32,
-    batch: usize,
-    strides: (usize, usize, usize),
-) -> GemmDesc {
-    GemmDesc {
-        layout: Layout::from_trans(trans_a, trans_b),
-        m,
-        n,
-        k,
-        lda: lds.0,
-        ldb: lds.1,
-        ldc: lds.2,
-        alpha,
-        beta,
-        batch,
-        stride_a: strides.0,
-        stride_b: strides.1,
-        stride_c: strides.2,
+/// A GEMM descriptor as the Python side passes it, one tuple: `(trans_a, trans_b, m, n, k,
+/// (lda, ldb, ldc), alpha, beta, batch, (stride_a, stride_b, stride_c))`, the fields of
+/// [`GemmDesc`] in its order, the layout as its two transposes.
+#[derive(FromPyObject, Clone, Copy)]
+struct GemmArgs(
+    bool,
+    bool,
+    usize,
+    usize,
+    usize,
+    (usize, usize, usize),
+    f32,
+    f32,
+    usize,
+    (usize, usize, usize),
+);
+
+impl GemmArgs {
+    fn desc(&self) -> GemmDesc {
+        let GemmArgs(ta, tb, m, n, k, (lda, ldb, ldc), alpha, beta, batch, (sa, sb, sc)) = *self;
+        GemmDesc {
+            layout: Layout::from_trans(ta, tb),
+            m,
+            n,
+            k,
+            lda,
+            ldb,
+            ldc,
+            alpha,
+            beta,
+            batch,
+            stride_a: sa,
+            stride_b: sb,
+            stride_c: sc,
+        }
     }
 }
 
-/// A GEMV descriptor from the Python side's positional arguments.
-#[allow(clippy::too_many_arguments)]
-fn gemv_desc(
-    trans: bool,
-    m: usize,
-    k: usize,
-    lda: usize,
-    alpha: f32,
-    beta: f32,
-    batch: usize,
-    strides: (usize, usize, usize),
-) -> GemvDesc {
-    GemvDesc {
-        trans,
-        m,
-        k,
-        lda,
-        alpha,
-        beta,
-        batch,
-        stride_a: strides.0,
-        stride_x: strides.1,
-        stride_y: strides.2,
+/// A GEMV descriptor as the Python side passes it, one tuple: `(trans, m, k, lda, alpha, beta,
+/// batch, stride_a, stride_x, stride_y)`, the fields of [`GemvDesc`] in its order.
+#[derive(FromPyObject, Clone, Copy)]
+struct GemvArgs(
+    bool,
+    usize,
+    usize,
+    usize,
+    f32,
+    f32,
+    usize,
+    usize,
+    usize,
+    usize,
+);
+
+impl GemvArgs {
+    fn desc(&self) -> GemvDesc {
+        let GemvArgs(trans, m, k, lda, alpha, beta, batch, sa, sx, sy) = *self;
+        GemvDesc {
+            trans,
+            m,
+            k,
+            lda,
+            alpha,
+            beta,
+            batch,
+            stride_a: sa,
+            stride_x: sx,
+            stride_y: sy,
+        }
     }
 }
 
@@ -146,6 +161,15 @@ struct Operand {
     name: &'static str,
     ptr: u64,
     len: usize,
+}
+
+/// The three operands of a call, named for messages: `(address, elements)` each.
+fn operands(names: [&'static str; 3], bufs: [(u64, usize); 3]) -> [Operand; 3] {
+    std::array::from_fn(|i| Operand {
+        name: names[i],
+        ptr: bufs[i].0,
+        len: bufs[i].1,
+    })
 }
 
 /// Checks with the driver that `op` lies in device memory of GPU `ordinal`, whole.
@@ -353,26 +377,13 @@ impl Runtime {
         self.tuned.device().arch.to_string()
     }
 
-    /// `C = alpha op(A) op(B) + beta C` (row-major descriptor, see `GemmDesc`) on `stream`.
-    #[pyo3(signature = (trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, batch, stride_a, stride_b, stride_c, a, a_len, b, b_len, c, c_len, stream))]
+    /// `C = alpha op(A) op(B) + beta C` ([`GemmArgs`], row-major as `GemmDesc`) on `stream`,
+    /// with A, B and C at `a`, `b`, `c` holding `a_len`, `b_len`, `c_len` floats.
     #[allow(clippy::too_many_arguments)]
     fn gemm(
         &self,
         py: Python<'_>,
-        trans_a: bool,
-        trans_b: bool,
-        m: usize,
-        n: usize,
-        k: usize,
-        lda: usize,
-        ldb: usize,
-        ldc: usize,
-        alpha: f32,
-        beta: f32,
-        batch: usize,
-        stride_a: usize,
-        stride_b: usize,
-        stride_c: usize,
+        desc: GemmArgs,
         a: u64,
         a_len: usize,
         b: u64,
@@ -381,57 +392,20 @@ impl Runtime {
         c_len: usize,
         stream: usize,
     ) -> PyResult<()> {
-        let desc = gemm_desc(
-            trans_a,
-            trans_b,
-            m,
-            n,
-            k,
-            (lda, ldb, ldc),
-            alpha,
-            beta,
-            batch,
-            (stride_a, stride_b, stride_c),
-        );
+        let desc = desc.desc();
         desc.problem([a_len, b_len, c_len]).map_err(desc_error)?;
-        let ops = [
-            Operand {
-                name: "a",
-                ptr: a,
-                len: a_len,
-            },
-            Operand {
-                name: "b",
-                ptr: b,
-                len: b_len,
-            },
-            Operand {
-                name: "out",
-                ptr: c,
-                len: c_len,
-            },
-        ];
+        let ops = operands(["a", "b", "out"], [(a, a_len), (b, b_len), (c, c_len)]);
         self.launch(py, "gemm", ops, stream, |s, a, b, c| {
             self.tuned.gemm_ex(s, &desc, a, b, c)
         })
     }
 
-    /// `y = alpha op(A) x + beta y` (row-major descriptor, see `GemvDesc`) on `stream`.
-    #[pyo3(signature = (trans, m, k, lda, alpha, beta, batch, stride_a, stride_x, stride_y, a, a_len, x, x_len, y, y_len, stream))]
+    /// `y = alpha op(A) x + beta y` ([`GemvArgs`], as `GemvDesc`) on `stream`.
     #[allow(clippy::too_many_arguments)]
     fn gemv(
         &self,
         py: Python<'_>,
-        trans: bool,
-        m: usize,
-        k: usize,
-        lda: usize,
-        alpha: f32,
-        beta: f32,
-        batch: usize,
-        stride_a: usize,
-        stride_x: usize,
-        stride_y: usize,
+        desc: GemvArgs,
         a: u64,
         a_len: usize,
         x: u64,
@@ -440,101 +414,24 @@ impl Runtime {
         y_len: usize,
         stream: usize,
     ) -> PyResult<()> {
-        let desc = gemv_desc(
-            trans,
-            m,
-            k,
-            lda,
-            alpha,
-            beta,
-            batch,
-            (stride_a, stride_x, stride_y),
-        );
+        let desc = desc.desc();
         desc.problem([a_len, x_len, y_len]).map_err(desc_error)?;
-        let ops = [
-            Operand {
-                name: "a",
-                ptr: a,
-                len: a_len,
-            },
-            Operand {
-                name: "x",
-                ptr: x,
-                len: x_len,
-            },
-            Operand {
-                name: "out",
-                ptr: y,
-                len: y_len,
-            },
-        ];
+        let ops = operands(["a", "x", "out"], [(a, a_len), (x, x_len), (y, y_len)]);
         self.launch(py, "gemv", ops, stream, |s, a, x, y| {
             self.tuned.gemv_ex(s, &desc, a, x, y)
         })
     }
 
     /// What the runtime would run for this GEMM and why (the rule, the config, the guard).
-    #[pyo3(signature = (trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, batch, stride_a, stride_b, stride_c))]
-    #[allow(clippy::too_many_arguments)]
-    fn explain_gemm(
-        &self,
-        trans_a: bool,
-        trans_b: bool,
-        m: usize,
-        n: usize,
-        k: usize,
-        lda: usize,
-        ldb: usize,
-        ldc: usize,
-        alpha: f32,
-        beta: f32,
-        batch: usize,
-        stride_a: usize,
-        stride_b: usize,
-        stride_c: usize,
-    ) -> PyResult<String> {
-        let desc = gemm_desc(
-            trans_a,
-            trans_b,
-            m,
-            n,
-            k,
-            (lda, ldb, ldc),
-            alpha,
-            beta,
-            batch,
-            (stride_a, stride_b, stride_c),
-        );
+    fn explain_gemm(&self, desc: GemmArgs) -> PyResult<String> {
+        let desc = desc.desc();
         let (shape, _) = desc.problem(desc.lens()).map_err(desc_error)?;
         self.describe(Op::Gemm, shape)
     }
 
     /// What the runtime would run for this GEMV and why.
-    #[pyo3(signature = (trans, m, k, lda, alpha, beta, batch, stride_a, stride_x, stride_y))]
-    #[allow(clippy::too_many_arguments)]
-    fn explain_gemv(
-        &self,
-        trans: bool,
-        m: usize,
-        k: usize,
-        lda: usize,
-        alpha: f32,
-        beta: f32,
-        batch: usize,
-        stride_a: usize,
-        stride_x: usize,
-        stride_y: usize,
-    ) -> PyResult<String> {
-        let desc = gemv_desc(
-            trans,
-            m,
-            k,
-            lda,
-            alpha,
-            beta,
-            batch,
-            (stride_a, stride_x, stride_y),
-        );
+    fn explain_gemv(&self, desc: GemvArgs) -> PyResult<String> {
+        let desc = desc.desc();
         let (shape, _) = desc.problem(desc.lens()).map_err(desc_error)?;
         self.describe(Op::Gemv, shape)
     }
@@ -548,78 +445,26 @@ impl Runtime {
     }
 }
 
-/// Checks a GEMM descriptor against the operands' extents (elements) without touching any
-/// device; returns the problem's label (e.g. `64x48x32`, with its form's tags) or raises
-/// `ValueError` saying what is wrong.
+/// Checks a GEMM descriptor ([`GemmArgs`]) against the operands' extents (elements) without
+/// touching any device; returns the problem's label (e.g. `64x48x32`, with its form's tags) or
+/// raises `ValueError` saying what is wrong.
 #[pyfunction]
-#[pyo3(signature = (trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, batch, stride_a, stride_b, stride_c, a_len, b_len, c_len))]
-#[allow(clippy::too_many_arguments)]
-fn check_gemm(
-    trans_a: bool,
-    trans_b: bool,
-    m: usize,
-    n: usize,
-    k: usize,
-    lda: usize,
-    ldb: usize,
-    ldc: usize,
-    alpha: f32,
-    beta: f32,
-    batch: usize,
-    stride_a: usize,
-    stride_b: usize,
-    stride_c: usize,
-    a_len: usize,
-    b_len: usize,
-    c_len: usize,
-) -> PyResult<String> {
-    let desc = gemm_desc(
-        trans_a,
-        trans_b,
-        m,
-        n,
-        k,
-        (lda, ldb, ldc),
-        alpha,
-        beta,
-        batch,
-        (stride_a, stride_b, stride_c),
-    );
-    let (shape, _) = desc.problem([a_len, b_len, c_len]).map_err(desc_error)?;
+fn check_gemm(desc: GemmArgs, a_len: usize, b_len: usize, c_len: usize) -> PyResult<String> {
+    let (shape, _) = desc
+        .desc()
+        .problem([a_len, b_len, c_len])
+        .map_err(desc_error)?;
     Ok(shape.label(Op::Gemm))
 }
 
-/// Checks a GEMV descriptor against the operands' extents without touching any device, like
-/// [`check_gemm`].
+/// Checks a GEMV descriptor ([`GemvArgs`]) against the operands' extents without touching any
+/// device, like [`check_gemm`].
 #[pyfunction]
-#[pyo3(signature = (trans, m, k, lda, alpha, beta, batch, stride_a, stride_x, stride_y, a_len, x_len, y_len))]
-#[allow(clippy::too_many_arguments)]
-fn check_gemv(
-    trans: bool,
-    m: usize,
-    k: usize,
-    lda: usize,
-    alpha: f32,
-    beta: f32,
-    batch: usize,
-    stride_a: usize,
-    stride_x: usize,
-    stride_y: usize,
-    a_len: usize,
-    x_len: usize,
-    y_len: usize,
-) -> PyResult<String> {
-    let desc = gemv_desc(
-        trans,
-        m,
-        k,
-        lda,
-        alpha,
-        beta,
-        batch,
-        (stride_a, stride_x, stride_y),
-    );
-    let (shape, _) = desc.problem([a_len, x_len, y_len]).map_err(desc_error)?;
+fn check_gemv(desc: GemvArgs, a_len: usize, x_len: usize, y_len: usize) -> PyResult<String> {
+    let (shape, _) = desc
+        .desc()
+        .problem([a_len, x_len, y_len])
+        .map_err(desc_error)?;
     Ok(shape.label(Op::Gemv))
 }
 

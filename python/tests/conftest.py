@@ -67,11 +67,11 @@ class Recorder:
     def gemv(self, *args):
         self.calls.append(("gemv", args))
 
-    def explain_gemm(self, *desc):
+    def explain_gemm(self, desc):
         self.calls.append(("explain_gemm", desc))
         return "explained"
 
-    def explain_gemv(self, *desc):
+    def explain_gemv(self, desc):
         self.calls.append(("explain_gemv", desc))
         return "explained"
 

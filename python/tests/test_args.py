@@ -18,8 +18,10 @@ from conftest import FakeDLPack
 def gemm_call(recorder):
     """The one recorded gemm launch as a dict of its arguments."""
     assert len(recorder.calls) == 1, recorder.calls
-    kind, args = recorder.calls[0]
+    kind, (desc, *args) = recorder.calls[0]
     assert kind == "gemm"
+    ta, tb, m, n, k, lds, alpha, beta, batch, strides = desc
+    args = (ta, tb, m, n, k) + lds + (alpha, beta, batch) + strides + tuple(args)
     names = ("trans_a trans_b m n k lda ldb ldc alpha beta batch stride_a stride_b stride_c "
              "a a_len b b_len c c_len stream").split()
     return dict(zip(names, args))
@@ -27,8 +29,9 @@ def gemm_call(recorder):
 
 def gemv_call(recorder):
     assert len(recorder.calls) == 1, recorder.calls
-    kind, args = recorder.calls[0]
+    kind, (desc, *args) = recorder.calls[0]
     assert kind == "gemv"
+    args = tuple(desc) + tuple(args)
     names = ("trans m k lda alpha beta batch stride_a stride_x stride_y "
              "a a_len x x_len y y_len stream").split()
     return dict(zip(names, args))
@@ -152,8 +155,8 @@ def test_gemv_plain_transposed_and_batched(tuned, recorder):
 
 def test_explain_takes_shapes(tuned, recorder):
     assert tuned.explain("gemm", (8, 4096), (4096, 11008)) == "explained"
-    assert recorder.calls[-1] == ("explain_gemm", (False, False, 8, 11008, 4096, 4096, 11008,
-                                                   11008, 1.0, 0.0, 1, 0, 0, 0))
+    assert recorder.calls[-1] == ("explain_gemm", (False, False, 8, 11008, 4096,
+                                                   (4096, 11008, 11008), 1.0, 0.0, 1, (0, 0, 0)))
     # The layer call x @ w.t(), w stored 11008 x 4096.
     tuned.explain("gemm", (8, 4096), (11008, 4096), trans_b=True)
     assert recorder.calls[-1][1][:5] == (False, True, 8, 11008, 4096)
@@ -321,19 +324,21 @@ def test_cai_versions_and_garbage(tuned, recorder):
 
 
 def test_the_extension_checks_descriptors_without_a_device():
-    # (trans_a, trans_b, m, n, k, lda, ldb, ldc, alpha, beta, batch, sa, sb, sc, lens...)
-    ok = (False, False, 64, 48, 32, 32, 48, 48, 1.0, 0.0, 1, 0, 0, 0)
-    assert _native.check_gemm(*ok, 64 * 32, 32 * 48, 64 * 48) == "64x48x32"
+    # (trans_a, trans_b, m, n, k, (lda, ldb, ldc), alpha, beta, batch, (sa, sb, sc)), lens...
+    ok = (False, False, 64, 48, 32, (32, 48, 48), 1.0, 0.0, 1, (0, 0, 0))
+    assert _native.check_gemm(ok, 64 * 32, 32 * 48, 64 * 48) == "64x48x32"
     with pytest.raises(ValueError, match="lda must be at least 32"):
-        _native.check_gemm(False, False, 64, 48, 32, 31, 48, 48, 1.0, 0.0, 1, 0, 0, 0,
+        _native.check_gemm((False, False, 64, 48, 32, (31, 48, 48), 1.0, 0.0, 1, (0, 0, 0)),
                            10 ** 6, 10 ** 6, 10 ** 6)
     with pytest.raises(ValueError, match="buffer c has 100 elements"):
-        _native.check_gemm(*ok, 64 * 32, 32 * 48, 100)
+        _native.check_gemm(ok, 64 * 32, 32 * 48, 100)
     with pytest.raises(ValueError, match="would overlap"):
-        _native.check_gemm(False, False, 64, 48, 32, 32, 48, 48, 1.0, 0.0, 2, 0, 0, 10,
+        _native.check_gemm((False, False, 64, 48, 32, (32, 48, 48), 1.0, 0.0, 2, (0, 0, 10)),
                            10 ** 6, 10 ** 6, 10 ** 6)
     with pytest.raises(ValueError, match="batch count"):
-        _native.check_gemv(False, 8, 8, 8, 1.0, 0.0, 0, 0, 0, 0, 64, 8, 8)
+        _native.check_gemv((False, 8, 8, 8, 1.0, 0.0, 0, 0, 0, 0), 64, 8, 8)
+    with pytest.raises((TypeError, ValueError), match="length 10"):
+        _native.check_gemm((False, False, 64), 1, 1, 1)  # a short descriptor
 
 
 def test_the_runtime_checks_before_touching_the_device():
@@ -344,9 +349,8 @@ def test_the_runtime_checks_before_touching_the_device():
     tuned = autotune.Tuned._with_runtime(rec)
     a, b, c = F((64, 32)), F((32, 48)), F((64, 48))
     tuned.gemm(a, b, out=c)
-    args = rec.calls[0][1]
-    desc, lens = args[:14], (args[15], args[17], args[19])
-    assert _native.check_gemm(*desc, *lens) == "64x48x32"
+    desc, _, a_len, _, b_len, _, c_len, _ = rec.calls[0][1]
+    assert _native.check_gemm(desc, a_len, b_len, c_len) == "64x48x32"
 
 
 # ---------------------------------------------------------------- construction, no GPU
