@@ -16,6 +16,10 @@ cc -std=c99 -O2 -Wall -Werror -I capi/include examples/c/sgemm.c -L target/relea
   -Wl,-rpath,'$ORIGIN' -o .gpu/sgemm-c
 c++ -std=c++17 -O2 -Wall -Werror -I capi/include examples/cpp/sgemm.cpp -L target/release -lautotune \
   -Wl,-rpath,'$ORIGIN' -o .gpu/sgemm-cpp
+cp target/release/examples/call_overhead .gpu/call_overhead
+# The Python wheel and pytest's wheels for scripts/python-gpu.sh (no network there).
+cp "$(bash scripts/python-wheel.sh | tail -n1)" .gpu/
+python3 -m pip download --quiet --disable-pip-version-check --only-binary :all: -d .gpu/pywheels pytest
 tests=$(cargo test --release --no-run --message-format=json 2>/dev/null |
   python3 -c 'import json,sys
 for l in sys.stdin:

@@ -1,0 +1,491 @@
+//! `autotune._native`: the runtime ([`autotune::Tuned`]) on the raw device pointers and
+//! streams that the Python package (`autotune/__init__.py`) reads from CUDA arrays
+//! (`__cuda_array_interface__`, DLPack, PyTorch tensors).
+//!
+//! What a call checks, in order, before anything runs:
+//!
+//! 1. the descriptor against the extents the Python side measured ([`GemmDesc::problem`],
+//!    [`GemvDesc::problem`]): dimensions, leading dimensions, batch strides, overlapping
+//!    outputs. Pure: no device is touched, and [`check_gemm`] / [`check_gemv`] run it alone;
+//! 2. each pointer against the driver's record of its allocation: device memory, on this
+//!    runtime's GPU, with the operand's whole extent inside the allocation;
+//! 3. then the runtime resolves the problem (lookup, compile on first use) and launches on the
+//!    caller's stream.
+//!
+//! Argument errors are `ValueError`; failures of CUDA, the driver, NVRTC or a launch are
+//! `autotune.Error` (a `RuntimeError`). A panic below (cudarc panics when a CUDA library cannot
+//! be loaded) is caught and raised as `autotune.Error`, never as a `PanicException`.
+
+use autotune::db::Database;
+use autotune::problem::Layout;
+use autotune::product::desc::{DescError, GemmDesc, GemvDesc};
+use autotune::product::online::OnlineTuning;
+use autotune::product::runtime::RuntimeError;
+use autotune::{MathPolicy, Op, Shape, Tuned};
+use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
+use pyo3::create_exception;
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use std::ffi::c_void;
+use std::mem::ManuallyDrop;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::PathBuf;
+use std::sync::Arc;
+
+create_exception!(
+    autotune,
+    Error,
+    PyRuntimeError,
+    "A failure of CUDA, the driver, NVRTC or a launch (no GPU or driver included). Wrong \
+     arguments raise ValueError or TypeError instead, before anything is launched."
+);
+
+/// The database this repository ships (`results/tuning.toml`), built in.
+const SHIPPED_DB: &str = include_str!("../../results/tuning.toml");
+
+/// A GEMM descriptor as the Python side passes it, one tuple: `(trans_a, trans_b, m, n, k,
+/// (lda, ldb, ldc), alpha, beta, batch, (stride_a, stride_b, stride_c))`, the fields of
+/// [`GemmDesc`] in its order, the layout as its two transposes.
+#[derive(FromPyObject, Clone, Copy)]
+struct GemmArgs(
+    bool,
+    bool,
+    usize,
+    usize,
+    usize,
+    (usize, usize, usize),
+    f32,
+    f32,
+    usize,
+    (usize, usize, usize),
+);
+
+impl GemmArgs {
+    fn desc(&self) -> GemmDesc {
+        let GemmArgs(ta, tb, m, n, k, (lda, ldb, ldc), alpha, beta, batch, (sa, sb, sc)) = *self;
+        GemmDesc {
+            layout: Layout::from_trans(ta, tb),
+            m,
+            n,
+            k,
+            lda,
+            ldb,
+            ldc,
+            alpha,
+            beta,
+            batch,
+            stride_a: sa,
+            stride_b: sb,
+            stride_c: sc,
+        }
+    }
+}
+
+/// A GEMV descriptor as the Python side passes it, one tuple: `(trans, m, k, lda, alpha, beta,
+/// batch, stride_a, stride_x, stride_y)`, the fields of [`GemvDesc`] in its order.
+#[derive(FromPyObject, Clone, Copy)]
+struct GemvArgs(
+    bool,
+    usize,
+    usize,
+    usize,
+    f32,
+    f32,
+    usize,
+    usize,
+    usize,
+    usize,
+);
+
+impl GemvArgs {
+    fn desc(&self) -> GemvDesc {
+        let GemvArgs(trans, m, k, lda, alpha, beta, batch, sa, sx, sy) = *self;
+        GemvDesc {
+            trans,
+            m,
+            k,
+            lda,
+            alpha,
+            beta,
+            batch,
+            stride_a: sa,
+            stride_x: sx,
+            stride_y: sy,
+        }
+    }
+}
+
+fn desc_error(e: DescError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// A runtime error as a Python exception: what the arguments got wrong is a `ValueError`, the
+/// rest `autotune.Error`.
+fn runtime_error(e: RuntimeError) -> PyErr {
+    match e {
+        RuntimeError::Desc(_) | RuntimeError::Shape(_) | RuntimeError::BufferLength { .. } => {
+            PyValueError::new_err(e.to_string())
+        }
+        RuntimeError::Device(d) => Error::new_err(format!(
+            "{d}; autotune runs on an NVIDIA GPU with its driver: check `nvidia-smi`, or catch \
+             autotune.Error and call torch.mm / cuBLAS instead"
+        )),
+        e => Error::new_err(e.to_string()),
+    }
+}
+
+/// Runs `f`, turning a panic below into `autotune.Error`.
+fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    catch_unwind(AssertUnwindSafe(f)).unwrap_or_else(|payload| {
+        let msg = payload
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| payload.downcast_ref::<&str>().copied())
+            .unwrap_or("unknown panic");
+        let hint = if msg.contains("Unable to dynamically load") {
+            ": a CUDA library is missing; install the NVIDIA driver, NVRTC and cuBLAS of CUDA \
+             12 or 13 (e.g. pip install nvidia-cuda-nvrtc nvidia-cublas) or set AUTOTUNE_NVRTC \
+             / AUTOTUNE_CUBLAS to their lib directories"
+        } else {
+            ""
+        };
+        Err(Error::new_err(format!(
+            "{what}: internal failure: {msg}{hint}"
+        )))
+    })
+}
+
+/// One operand as the caller passed it: its name in messages, its first element's address and
+/// how many `f32` elements from there the call may touch.
+struct Operand {
+    name: &'static str,
+    ptr: u64,
+    len: usize,
+}
+
+/// The three operands of a call, named for messages: `(address, elements)` each.
+fn operands(names: [&'static str; 3], bufs: [(u64, usize); 3]) -> [Operand; 3] {
+    std::array::from_fn(|i| Operand {
+        name: names[i],
+        ptr: bufs[i].0,
+        len: bufs[i].1,
+    })
+}
+
+/// Checks with the driver that `op` lies in device memory of GPU `ordinal`, whole.
+fn check_pointer(ordinal: usize, op: &Operand) -> PyResult<()> {
+    use sys::CUpointer_attribute as A;
+    let mut device: i32 = -1;
+    let mut start: sys::CUdeviceptr = 0;
+    let mut size: usize = 0;
+    let mut attrs = [
+        A::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+        A::CU_POINTER_ATTRIBUTE_RANGE_START_ADDR,
+        A::CU_POINTER_ATTRIBUTE_RANGE_SIZE,
+    ];
+    let mut data: [*mut c_void; 3] = [
+        (&mut device as *mut i32).cast(),
+        (&mut start as *mut sys::CUdeviceptr).cast(),
+        (&mut size as *mut usize).cast(),
+    ];
+    // SAFETY: three attributes, each with a pointer to a value of its documented type (int,
+    // CUdeviceptr, size_t); the driver writes defaults for a pointer it does not know.
+    let r =
+        unsafe { sys::cuPointerGetAttributes(3, attrs.as_mut_ptr(), data.as_mut_ptr(), op.ptr) };
+    if r != sys::CUresult::CUDA_SUCCESS {
+        return Err(Error::new_err(format!(
+            "{}: the driver cannot describe pointer {:#x}: {r:?}",
+            op.name, op.ptr
+        )));
+    }
+    if size == 0 {
+        return Err(PyValueError::new_err(format!(
+            "{}: {:#x} is not CUDA device memory the driver knows (a host pointer, or a fake \
+             __cuda_array_interface__?): pass an array allocated on the GPU",
+            op.name, op.ptr
+        )));
+    }
+    if usize::try_from(device).ok() != Some(ordinal) {
+        return Err(PyValueError::new_err(format!(
+            "{} is on GPU {device}, this autotune.Tuned on GPU {ordinal}: use \
+             autotune.Tuned(device={device}) for it, or move the array",
+            op.name
+        )));
+    }
+    let bytes = (op.len as u64).saturating_mul(4);
+    let end = op.ptr.saturating_add(bytes);
+    let alloc_end = start.saturating_add(size as u64);
+    if op.ptr < start || end > alloc_end {
+        return Err(PyValueError::new_err(format!(
+            "{}: its shape and strides reach [{:#x}, {end:#x}), past its allocation [{start:#x}, \
+             {alloc_end:#x}): the array's __cuda_array_interface__ or DLPack description is wrong",
+            op.name, op.ptr
+        )));
+    }
+    Ok(())
+}
+
+/// A device buffer owned by the caller (a torch tensor, a CuPy array), seen as a `CudaSlice`
+/// for the length of one call and never freed here.
+struct Borrowed(ManuallyDrop<CudaSlice<f32>>);
+
+impl Borrowed {
+    /// # Safety
+    /// `ptr` must be device memory of `stream`'s context holding `len` floats, kept alive by
+    /// its owner for as long as this value and the work queued on it with it; the context must
+    /// not track events (then no event is created, and nothing can fail here).
+    unsafe fn new(stream: &Arc<CudaStream>, ptr: u64, len: usize) -> Borrowed {
+        // SAFETY: as the caller promises.
+        Borrowed(ManuallyDrop::new(unsafe {
+            stream.upgrade_device_ptr(ptr, len)
+        }))
+    }
+}
+
+impl Drop for Borrowed {
+    fn drop(&mut self) {
+        // SAFETY: taken once, here; the slice is never used again.
+        let slice = unsafe { ManuallyDrop::take(&mut self.0) };
+        // Gives the pointer back without freeing it: the memory is its owner's.
+        let _ = slice.leak();
+    }
+}
+
+/// The runtime bound to one GPU: `autotune.Tuned` holds one.
+#[pyclass(frozen, module = "autotune._native")]
+struct Runtime {
+    tuned: Tuned,
+    ctx: Arc<CudaContext>,
+    ordinal: usize,
+}
+
+impl Runtime {
+    /// Checks the pointers, wraps them and the stream, and runs `f` with the GIL released.
+    fn launch(
+        &self,
+        py: Python<'_>,
+        what: &str,
+        ops: [Operand; 3],
+        stream: usize,
+        f: impl FnOnce(
+                &Arc<CudaStream>,
+                &CudaSlice<f32>,
+                &CudaSlice<f32>,
+                &mut CudaSlice<f32>,
+            ) -> Result<(), RuntimeError>
+            + Send,
+    ) -> PyResult<()> {
+        py.detach(|| {
+            guarded(what, || {
+                self.ctx
+                    .bind_to_thread()
+                    .map_err(|e| Error::new_err(format!("{what}: binding the context: {e:?}")))?;
+                for op in &ops {
+                    check_pointer(self.ordinal, op)?;
+                }
+                // SAFETY: the caller's stream belongs to the primary context of this GPU, the one
+                // `ctx` retains (PyTorch, CuPy and JAX use it too), and outlives the call.
+                let stream = unsafe { self.ctx.wrap_borrowed_stream(stream as sys::CUstream) };
+                let [a, b, c] = &ops;
+                // SAFETY: each pointer was just checked to be device memory of this GPU holding
+                // the operand's extent; the arrays are kept alive by the Python caller for the
+                // call, and their owners order later work on the stream; the context was made
+                // without event tracking (`Runtime::new`).
+                let (a, b, mut c) = unsafe {
+                    (
+                        Borrowed::new(&stream, a.ptr, a.len),
+                        Borrowed::new(&stream, b.ptr, b.len),
+                        Borrowed::new(&stream, c.ptr, c.len),
+                    )
+                };
+                f(&stream, &a.0, &b.0, &mut c.0).map_err(runtime_error)
+            })
+        })
+    }
+}
+
+#[pymethods]
+impl Runtime {
+    /// Opens GPU `device` and binds the database (`db`: a path; `None`: the shipped one).
+    #[new]
+    #[pyo3(signature = (db=None, device=0, vendor_guard=true, simt_only=false, record_to=None, online=None, quiet=false))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        py: Python<'_>,
+        db: Option<PathBuf>,
+        device: usize,
+        vendor_guard: bool,
+        simt_only: bool,
+        record_to: Option<PathBuf>,
+        online: Option<PathBuf>,
+        quiet: bool,
+    ) -> PyResult<Runtime> {
+        py.detach(|| {
+            guarded("autotune.Tuned", || {
+                // The database first: a wrong file is the caller's argument, whatever the GPU.
+                let database = match &db {
+                    Some(path) => Database::load(path),
+                    None => Database::from_toml_str(SHIPPED_DB, "the shipped tuning database"),
+                }
+                .map_err(|e| PyValueError::new_err(e.to_string()))?;
+                let ctx = Tuned::context(device).map_err(runtime_error)?;
+                // SAFETY: every buffer this context sees is borrowed from its owner for one call
+                // and ordered by streams (as PyTorch and CuPy order theirs); the runtime's own
+                // workspaces live on the stream they are used on.
+                unsafe { ctx.disable_event_tracking() };
+                let mut tuned = Tuned::new(&ctx, database)
+                    .map_err(runtime_error)?
+                    .vendor_guard(vendor_guard);
+                if simt_only {
+                    tuned = tuned.math(MathPolicy::Simt);
+                }
+                if let Some(dir) = record_to {
+                    tuned = tuned.record_to(dir);
+                }
+                if let Some(path) = online {
+                    tuned = tuned
+                        .online_tuning(OnlineTuning::new(path))
+                        .map_err(runtime_error)?;
+                }
+                if quiet {
+                    tuned = tuned.quiet();
+                }
+                Ok(Runtime {
+                    tuned,
+                    ctx,
+                    ordinal: device,
+                })
+            })
+        })
+    }
+
+    /// The GPU's name, as the database keys it.
+    #[getter]
+    fn device_name(&self) -> String {
+        self.tuned.device().name.clone()
+    }
+
+    /// The GPU's CUDA ordinal.
+    #[getter]
+    fn device(&self) -> usize {
+        self.ordinal
+    }
+
+    /// The GPU's compute capability, e.g. `sm_90`.
+    #[getter]
+    fn arch(&self) -> String {
+        self.tuned.device().arch.to_string()
+    }
+
+    /// `C = alpha op(A) op(B) + beta C` ([`GemmArgs`], row-major as `GemmDesc`) on `stream`,
+    /// with A, B and C at `a`, `b`, `c` holding `a_len`, `b_len`, `c_len` floats.
+    #[allow(clippy::too_many_arguments)]
+    fn gemm(
+        &self,
+        py: Python<'_>,
+        desc: GemmArgs,
+        a: u64,
+        a_len: usize,
+        b: u64,
+        b_len: usize,
+        c: u64,
+        c_len: usize,
+        stream: usize,
+    ) -> PyResult<()> {
+        let desc = desc.desc();
+        desc.problem([a_len, b_len, c_len]).map_err(desc_error)?;
+        let ops = operands(["a", "b", "out"], [(a, a_len), (b, b_len), (c, c_len)]);
+        self.launch(py, "gemm", ops, stream, |s, a, b, c| {
+            self.tuned.gemm_ex(s, &desc, a, b, c)
+        })
+    }
+
+    /// `y = alpha op(A) x + beta y` ([`GemvArgs`], as `GemvDesc`) on `stream`.
+    #[allow(clippy::too_many_arguments)]
+    fn gemv(
+        &self,
+        py: Python<'_>,
+        desc: GemvArgs,
+        a: u64,
+        a_len: usize,
+        x: u64,
+        x_len: usize,
+        y: u64,
+        y_len: usize,
+        stream: usize,
+    ) -> PyResult<()> {
+        let desc = desc.desc();
+        desc.problem([a_len, x_len, y_len]).map_err(desc_error)?;
+        let ops = operands(["a", "x", "out"], [(a, a_len), (x, x_len), (y, y_len)]);
+        self.launch(py, "gemv", ops, stream, |s, a, x, y| {
+            self.tuned.gemv_ex(s, &desc, a, x, y)
+        })
+    }
+
+    /// What the runtime would run for this GEMM and why (the rule, the config, the guard).
+    fn explain_gemm(&self, desc: GemmArgs) -> PyResult<String> {
+        let desc = desc.desc();
+        let (shape, _) = desc.problem(desc.lens()).map_err(desc_error)?;
+        self.describe(Op::Gemm, shape)
+    }
+
+    /// What the runtime would run for this GEMV and why.
+    fn explain_gemv(&self, desc: GemvArgs) -> PyResult<String> {
+        let desc = desc.desc();
+        let (shape, _) = desc.problem(desc.lens()).map_err(desc_error)?;
+        self.describe(Op::Gemv, shape)
+    }
+}
+
+impl Runtime {
+    fn describe(&self, op: Op, shape: Shape) -> PyResult<String> {
+        guarded("explain", || {
+            Ok(self.tuned.explain(op, shape).describe(op, shape))
+        })
+    }
+}
+
+/// Checks a GEMM descriptor ([`GemmArgs`]) against the operands' extents (elements) without
+/// touching any device; returns the problem's label (e.g. `64x48x32`, with its form's tags) or
+/// raises `ValueError` saying what is wrong.
+#[pyfunction]
+fn check_gemm(desc: GemmArgs, a_len: usize, b_len: usize, c_len: usize) -> PyResult<String> {
+    let (shape, _) = desc
+        .desc()
+        .problem([a_len, b_len, c_len])
+        .map_err(desc_error)?;
+    Ok(shape.label(Op::Gemm))
+}
+
+/// Checks a GEMV descriptor ([`GemvArgs`]) against the operands' extents without touching any
+/// device, like [`check_gemm`].
+#[pyfunction]
+fn check_gemv(desc: GemvArgs, a_len: usize, x_len: usize, y_len: usize) -> PyResult<String> {
+    let (shape, _) = desc
+        .desc()
+        .problem([a_len, x_len, y_len])
+        .map_err(desc_error)?;
+    Ok(shape.label(Op::Gemv))
+}
+
+/// How many CUDA GPUs the driver reports (0 without a driver).
+#[pyfunction]
+fn device_count() -> PyResult<usize> {
+    guarded("device_count", || {
+        Ok(autotune::cuda::device::device_count()
+            .map(|n| n.max(0) as usize)
+            .unwrap_or(0))
+    })
+}
+
+/// The module `autotune._native`.
+#[pymodule]
+fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("Error", m.py().get_type::<Error>())?;
+    m.add_class::<Runtime>()?;
+    m.add_function(wrap_pyfunction!(check_gemm, m)?)?;
+    m.add_function(wrap_pyfunction!(check_gemv, m)?)?;
+    m.add_function(wrap_pyfunction!(device_count, m)?)?;
+    m.add("SHIPPED_DB_BYTES", SHIPPED_DB.len())?;
+    Ok(())
+}
