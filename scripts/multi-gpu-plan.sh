@@ -5,11 +5,11 @@
 #
 #   bash scripts/multi-gpu-plan.sh
 #
-# Estimate on two H100s: about 8 minutes (warm the compile cache ~2 min; gemm suite, 8 shapes x
-# 6 s, one GPU ~60 s then two ~35 s; mixed-24, 24 x 3 s, ~85 s then ~45 s; one 4096^3 shape,
-# exhaustive over its first 400 candidates, ~40 s then ~25 s; cover on a 27-point grid ~35 s
-# then ~20 s; the two-nodes recipe ~25 s). It keeps within one call (LIMIT, default 570 s) and,
-# through scripts/gpu-queue.sh, goes on where it stopped if called again on the same machine.
+# Measured on two H100s (session 32): warming the compile cache ~2 min; gemm suite, 8 shapes x
+# 6 s, one GPU 51 s then two 27 s; one 4096^3 shape, exhaustive over its first 400 candidates,
+# 73 s then 41 s. On a machine with four GPUs the 24-shape suite also runs on all four. It keeps
+# within one call (LIMIT, default 570 s) and, through scripts/gpu-queue.sh, goes on where it
+# stopped if called again on the same machine; SKIP="step ..." leaves out steps measured before.
 # Every step logs under $Q/logs (archived to $OUT); the last lines printed are a table of the
 # speedups (one GPU's wall time over two GPUs') and each device's busy time.
 set -uo pipefail
@@ -28,8 +28,11 @@ if [ "$n" -lt 2 ]; then
 fi
 cap=$(nvidia-smi --query-gpu=compute_cap --format=csv,noheader | head -n1 | tr -d '.')
 ARCH=sm_$cap
-# The one compile cache of every step (the disk cache tuning runs and the runtime share).
-export AUTOTUNE_CACHE_DIR=$Q/cache
+# The one compile cache of every step (the disk cache tuning runs and the runtime share); outside
+# $Q, which finish archives into $OUT (the cache is too large to come back).
+export AUTOTUNE_CACHE_DIR=${CACHE:-$Q-cache}
+# SKIP: steps measured by an earlier call (on another machine), left out of this one.
+for s in ${SKIP:-}; do touch "$Q/done/$s"; done
 
 # 1. Warm the compile cache: every candidate of both suites for this arch, no GPU time. The
 #    timed steps then compile nothing, so one GPU and two are compared on measuring alone.
@@ -38,32 +41,36 @@ step warm-gemm 120 "$AT" --suite configs/suites/gemm.toml --dry-run --arch "$ARC
 
 # 2. The gemm suite, 6 s per shape: one GPU, then both (the same --time per shape).
 step gemm-1 90 "$AT" --suite configs/suites/gemm.toml --time 6s --device 0 --db "$Q/db/gemm-1.toml"
-step gemm-2 60 "$AT" --suite configs/suites/gemm.toml --time 6s --devices all --db "$Q/db/gemm-2.toml"
+step gemm-2 60 "$AT" --suite configs/suites/gemm.toml --time 6s --devices 0,1 --db "$Q/db/gemm-2.toml"
 
-# 3. The mixed 24-shape suite, 3 s per shape: one GPU, then both.
-step mixed-1 110 "$AT" --suite configs/suites/mixed-24.toml --time 3s --device 0 --db "$Q/db/mixed-1.toml"
-step mixed-2 70 "$AT" --suite configs/suites/mixed-24.toml --time 3s --devices all --db "$Q/db/mixed-2.toml"
+# 3. The mixed 24-shape suite, 5 s per shape (the largest, 6144^3, needs about 3 s for its first
+#    candidate): one GPU, then two, then four where the machine has them.
+step mixed-1 160 "$AT" --suite configs/suites/mixed-24.toml --time 5s --device 0 --db "$Q/db/mixed-1.toml"
+step mixed-2 90 "$AT" --suite configs/suites/mixed-24.toml --time 5s --devices 0,1 --db "$Q/db/mixed-2.toml"
+if [ "$n" -ge 4 ]; then
+  step mixed-4 50 "$AT" --suite configs/suites/mixed-24.toml --time 5s --devices 0,1,2,3 --db "$Q/db/mixed-4.toml"
+fi
 
 # 4. One large shape, exhaustive over its first 400 candidates: one GPU, then its candidates
 #    split between the two (each part takes every other candidate, so both runs measure the
 #    same 400); the winners of both are printed below the table.
 step exhaustive-1 70 "$AT" --shape 4096x4096x4096 --strategy exhaustive --budget 400 --device 0 --db "$Q/db/exh-1.toml"
-step exhaustive-2 45 "$AT" --shape 4096x4096x4096 --strategy exhaustive --budget 400 --devices all --db "$Q/db/exh-2.toml"
+step exhaustive-2 45 "$AT" --shape 4096x4096x4096 --strategy exhaustive --budget 400 --devices 0,1 --db "$Q/db/exh-2.toml"
 
-# 5. cover on a small grid (27 points, 7 pool searches of 8): one GPU, then both.
+# 5. cover on a grid of 48 points (12 pool searches of 8): one GPU, then two.
 cat >"$Q/grid.toml" <<'GRID'
 op = "gemm"
-m = [256, 1024, 4096]
-n = [256, 1024, 4096]
+m = [256, 1024, 2048, 4096]
+n = [256, 1024, 2048, 4096]
 k = [256, 1024, 4096]
 max_macs = 68719476736
 pool_every = 4
 GRID
-step cover-1 60 "$AT" cover --op gemm --grid "$Q/grid.toml" --pool-budget 8 --portfolio 8 --device 0 --db "$Q/db/cover-1.toml"
-step cover-2 40 "$AT" cover --op gemm --grid "$Q/grid.toml" --pool-budget 8 --portfolio 8 --devices all --db "$Q/db/cover-2.toml"
+step cover-1 90 "$AT" cover --op gemm --grid "$Q/grid.toml" --pool-budget 8 --portfolio 8 --device 0 --db "$Q/db/cover-1.toml"
+step cover-2 40 "$AT" cover --op gemm --grid "$Q/grid.toml" --pool-budget 8 --portfolio 8 --devices 0,1 --db "$Q/db/cover-2.toml"
 
 # 6. The cluster recipe on two local "nodes" (one GPU each, shards, then merge).
-step two-nodes 45 env AUTOTUNE="$AT" AUTOTUNE_ARGS="--time 3s" bash scripts/two-nodes.sh configs/suites/gemm.toml "$Q/db/two-nodes.toml"
+step two-nodes 70 env AUTOTUNE="$AT" AUTOTUNE_ARGS="--time 6s" bash scripts/two-nodes.sh configs/suites/gemm.toml "$Q/db/two-nodes.toml"
 
 # The table: wall time of each step (from the summary), speedup, busy time of two-GPU steps.
 secs() { sed -n "s/^== $1: rc 0, \([0-9]*\) s$/\1/p" "$Q/summary.txt" | tail -n1; }
@@ -80,10 +87,15 @@ secs() { sed -n "s/^== $1: rc 0, \([0-9]*\) s$/\1/p" "$Q/summary.txt" | tail -n1
     fi
   done
   echo "SUMMARY two-nodes: $(secs two-nodes) s"
-  for r in gemm mixed exhaustive cover; do
-    [ -f "$Q/logs/$r-2.log" ] || continue
-    grep -E 'unit\(s\), busy' "$Q/logs/$r-2.log" | sed "s/^/SUMMARY busy $r: /"
-    grep -E '^compile: NVRTC' "$Q/logs/$r-2.log" | sed "s/^/SUMMARY $r: /"
+  a=$(secs mixed-1); b=$(secs mixed-4)
+  [ -n "$a" ] && [ -n "$b" ] && [ "$b" -gt 0 ] &&
+    printf 'SUMMARY %-12s %8s %8s %7sx (four GPUs)\n' mixed-4 "$a" "$b" "$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", a / b }')"
+  for r in gemm mixed exhaustive cover mixed-4; do
+    log=$Q/logs/$r-2.log
+    [ "$r" = mixed-4 ] && log=$Q/logs/mixed-4.log
+    [ -f "$log" ] || continue
+    grep -E 'unit\(s\), busy' "$log" | sed "s/^/SUMMARY busy $r: /"
+    grep -E '^compile: NVRTC' "$log" | sed "s/^/SUMMARY $r: /"
   done
   for f in exh-1 exh-2; do
     [ -f "$Q/db/$f.toml" ] &&

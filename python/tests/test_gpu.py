@@ -212,12 +212,15 @@ def test_the_driver_refuses_bad_pointers(tuned):
     x = torch.zeros(64, 64, device="cuda")
     with pytest.raises(ValueError, match="not CUDA device memory"):
         tuned.gemm(Fake(host.data_ptr(), (64, 64)), x, out=torch.empty_like(x))
+    # The other operands first: allocated after `small`, they could lie inside the range the
+    # fake claims, and the overlap check (which comes first) would answer instead.
+    b = torch.zeros(4096, 8, device="cuda")
+    out = torch.empty(4096, 8, device="cuda")
     small = torch.zeros(16, device="cuda")
     with pytest.raises(ValueError, match="past its allocation"):
-        # 64 x 64 floats claimed at a 16-float allocation's address (PyTorch's caching allocator
-        # rounds allocations up, so claim far more than any rounding).
-        tuned.gemm(Fake(small.data_ptr(), (4096, 4096)), torch.zeros(4096, 8, device="cuda"),
-                   out=torch.empty(4096, 8, device="cuda"))
+        # 4096 x 4096 floats claimed at a 16-float allocation's address (PyTorch's caching
+        # allocator rounds allocations up, so claim far more than any rounding).
+        tuned.gemm(Fake(small.data_ptr(), (4096, 4096)), b, out=out)
     # The context survived: a right call still works.
     assert _rel(tuned.gemm(x + 1, x + 1), torch.full((64, 64), 64.0, device="cuda").double()) == 0
 
