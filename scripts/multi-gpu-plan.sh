@@ -43,12 +43,12 @@ step warm-gemm 120 "$AT" --suite configs/suites/gemm.toml --dry-run --arch "$ARC
 step gemm-1 90 "$AT" --suite configs/suites/gemm.toml --time 6s --device 0 --db "$Q/db/gemm-1.toml"
 step gemm-2 60 "$AT" --suite configs/suites/gemm.toml --time 6s --devices 0,1 --db "$Q/db/gemm-2.toml"
 
-# 3. The mixed 24-shape suite, 5 s per shape (the largest, 6144^3, needs about 3 s for its first
+# 3. The mixed 24-shape suite, 4 s per shape (the largest, 6144^3, needs about 3 s for its first
 #    candidate): one GPU, then two, then four where the machine has them.
-step mixed-1 160 "$AT" --suite configs/suites/mixed-24.toml --time 5s --device 0 --db "$Q/db/mixed-1.toml"
-step mixed-2 90 "$AT" --suite configs/suites/mixed-24.toml --time 5s --devices 0,1 --db "$Q/db/mixed-2.toml"
+step mixed-1 160 "$AT" --suite configs/suites/mixed-24.toml --time 4s --device 0 --db "$Q/db/mixed-1.toml"
+step mixed-2 90 "$AT" --suite configs/suites/mixed-24.toml --time 4s --devices 0,1 --db "$Q/db/mixed-2.toml"
 if [ "$n" -ge 4 ]; then
-  step mixed-4 50 "$AT" --suite configs/suites/mixed-24.toml --time 5s --devices 0,1,2,3 --db "$Q/db/mixed-4.toml"
+  step mixed-4 50 "$AT" --suite configs/suites/mixed-24.toml --time 4s --devices 0,1,2,3 --db "$Q/db/mixed-4.toml"
 fi
 
 # 4. One large shape, exhaustive over its first 400 candidates: one GPU, then its candidates

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 32, call 5 (a machine with four GPUs): the Python GPU tests again (one test fixed),
 # then issue 30's plan without the steps calls 3-4 measured on two H100s (gemm suite, one
-# exhaustive shape): the 24-shape suite on one, two and four GPUs at 5 s a shape, cover on a
+# exhaustive shape): the 24-shape suite on one, two and four GPUs at 4 s a shape, cover on a
 # 48-point grid on one and two, the two-nodes recipe.
 set -uo pipefail
 Q=/tmp/s32q5 LIMIT=${1:-570}
