@@ -449,12 +449,20 @@ fn finish(args: &TuneArgs, op: Op, outcome: DevicesOutcome) -> Result<()> {
             outcome.untuned.join(", ")
         );
     }
-    if !outcome.lost.is_empty() {
-        bail!(
-            "no valid config for {} shape(s): {}",
+    match (outcome.lost.is_empty(), outcome.out_of_time.is_empty()) {
+        (true, true) => {}
+        (false, _) => bail!(
+            "no valid config for {} shape(s): {}{}",
             outcome.lost.len(),
-            outcome.lost.join(", ")
-        );
+            outcome.lost.join(", "),
+            out_of_time_note(&outcome.out_of_time)
+        ),
+        (true, false) => bail!(
+            "{} shape(s) ran out of time before their first candidate finished: {}; give them a \
+             longer --time",
+            outcome.out_of_time.len(),
+            outcome.out_of_time.join(", ")
+        ),
     }
     Ok(())
 }
@@ -558,7 +566,16 @@ impl Observer for Printer<'_> {
                 }
             ),
             Event::Tuned(r) => self.tuned(r),
-            Event::NothingValid { shape, tried } => eprintln!(
+            Event::NothingValid {
+                shape,
+                out_of_time: true,
+                ..
+            } => eprintln!(
+                "the time limit ran out before the first candidate of {} finished: nothing \
+                 recorded; a longer --time tunes it",
+                self.what(shape)
+            ),
+            Event::NothingValid { shape, tried, .. } => eprintln!(
                 "no candidate validated for {}: every one of {tried} failed (reasons above); nothing recorded",
                 self.what(shape)
             ),
@@ -761,4 +778,17 @@ fn tuning_catalog(args: &TuneArgs) -> Result<Catalog> {
 fn parse_math(text: &str) -> std::result::Result<MathFilter, String> {
     text.parse()
         .map_err(|e: autotune::family::math::MathError| e.to_string())
+}
+
+/// The shapes that ran out of time, as a clause after the shapes without a valid config.
+fn out_of_time_note(shapes: &[String]) -> String {
+    if shapes.is_empty() {
+        return String::new();
+    }
+    format!(
+        "; {} more ran out of time before their first candidate finished (a longer --time \
+         tunes them): {}",
+        shapes.len(),
+        shapes.join(", ")
+    )
 }

@@ -100,6 +100,8 @@ pub enum Event<'a> {
         shape: Shape,
         /// Candidates tried.
         tried: usize,
+        /// The time limit ran out before the first candidate finished (none failed).
+        out_of_time: bool,
     },
     /// The winner was saved.
     Saved {
@@ -232,6 +234,9 @@ pub struct DevicesOutcome {
     pub by_gpu: Vec<(GpuRecord, Vec<Entry>)>,
     /// Shapes where no candidate validated.
     pub lost: Vec<String>,
+    /// Shapes whose time limit ran out before their first candidate finished (a longer `--time`
+    /// tunes them).
+    pub out_of_time: Vec<String>,
     /// Shapes (with their GPU model) left untuned because no device could take them (every
     /// device of the model was lost, or the run stopped).
     pub untuned: Vec<String>,
@@ -263,6 +268,7 @@ struct Session<'a> {
     parts: Mutex<HashMap<(String, usize), Parts>>,
     winners: Mutex<Vec<(GpuRecord, Entry)>>,
     lost: Mutex<Vec<String>>,
+    out_of_time: Mutex<Vec<String>>,
     compiled_now: AtomicUsize,
 }
 
@@ -291,6 +297,7 @@ pub fn tune_on_devices(
         parts: Mutex::new(HashMap::new()),
         winners: Mutex::new(Vec::new()),
         lost: Mutex::new(Vec::new()),
+        out_of_time: Mutex::new(Vec::new()),
         compiled_now: AtomicUsize::new(0),
     };
     let watch = Watcher {
@@ -335,6 +342,7 @@ pub fn tune_on_devices(
     untuned.dedup();
     out.untuned = untuned;
     out.lost = std::mem::take(&mut *lock(&session.lost));
+    out.out_of_time = std::mem::take(&mut *lock(&session.out_of_time));
     for (gpu, entry) in std::mem::take(&mut *lock(&session.winners)) {
         match out.by_gpu.iter_mut().find(|(g, _)| g.name == gpu.name) {
             Some((_, w)) => {
@@ -614,11 +622,18 @@ impl Session<'_> {
         let (opts, op, shape) = (self.opts, self.opts.op, r.shape);
         self.observer.event(Event::Tuned(&r));
         let Some(mut entry) = r.to_entry(&utc_now_rfc3339()) else {
+            let out_of_time = r.partial && r.results.is_empty();
             self.observer.event(Event::NothingValid {
                 shape,
                 tried: r.results.len(),
+                out_of_time,
             });
-            lock(&self.lost).push(format!("{} on {}", shape.label(op), r.gpu.name));
+            let which = if out_of_time {
+                &self.out_of_time
+            } else {
+                &self.lost
+            };
+            lock(which).push(format!("{} on {}", shape.label(op), r.gpu.name));
             return Ok(());
         };
         entry.produced_by = Some(producer);
