@@ -55,25 +55,15 @@
 #define A_RAW (BM * BK * 4)
 #define SLOT_BYTES (A_RAW + B_TILE)
 #define KSTEPS (BK / 8)
-#define WG_CAT2(a, b) a##b
-#define WG_CAT(a, b) WG_CAT2(a, b)
 #define WGMMA_RS WG_CAT(wgmma_tf32_rs_n, WN)
 
 #include "gemm_layout.cuh" // TRANS_A, TRANS_B
 #include "tile_order.cuh"  // TILE_ORDER_OF_BLOCK
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
-#include "cp_async.cuh"    // cp_async*, copy_piece
-#include "tf32x3.cuh"      // split_tf32
-#include "wgmma_tf32.cuh"  // wgmma_*, swizzled
-#include "split_tiles.cuh" // SplitTile
+#include "wgmma_block.cuh" // the headers, WGMMA_KERNEL, WGMMA_BLOCK_SETUP, ...
 #include "raw_frag.cuh"    // RawFragTile
-#include "fp32_dot.cuh"    // store_c
-#include "wgmma_block.cuh" // WGMMA_BLOCK_SETUP, WGMMA_BATCH_SETUP, WGMMA_STORE_C
 
-extern "C" __global__ void __launch_bounds__(THREADS, 1)
-KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
-            float* __restrict__ C, int lda, int ldb, int ldc, long long strideA,
-            long long strideB, long long strideC, int batch, float alpha, float beta)
+WGMMA_KERNEL
 {
     extern __shared__ __align__(16) float wg_smem[];
     WGMMA_BLOCK_SETUP

@@ -1,8 +1,24 @@
-// The block and thread setup, the batch matrices and the epilogue shared by the wgmma templates
-// (gemm_tf32x3_wgmma, gemm_tf32x3_wgmma_rs). Expects: BM, BN, BK, WN, WGS_N; the full
-// interface's kernel parameters; a line `extern __shared__ __align__(16) float wg_smem[];`
-// before WGMMA_BLOCK_SETUP (the CPU emulator reads shared declarations one per source line);
-// include/tile_order.cuh and include/fp32_dot.cuh before it.
+// What the wgmma templates (gemm_tf32x3_wgmma, gemm_tf32x3_wgmma_rs) share: their headers, the
+// kernel's signature, the block and thread setup, the batch matrices and the epilogue. Expects:
+// BM, BN, BK, WN, WGS_N, THREADS; a line `extern __shared__ __align__(16) float wg_smem[];`
+// first in the kernel (the CPU emulator reads shared declarations one per source line);
+// include/gemm_layout.cuh and include/tile_order.cuh before it.
+
+#include "cp_async.cuh"    // cp_async*, copy_piece
+#include "tf32x3.cuh"      // split_tf32
+#include "wgmma_tf32.cuh"  // wgmma_*, swizzled
+#include "split_tiles.cuh" // SplitTile
+#include "fp32_dot.cuh"    // store_c
+
+#define WG_CAT2(a, b) a##b
+#define WG_CAT(a, b) WG_CAT2(a, b)
+
+// The full interface's kernel, one block of THREADS.
+#define WGMMA_KERNEL                                                                           \
+    extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(                      \
+        int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,         \
+        float* __restrict__ C, int lda, int ldb, int ldc, long long strideA,                   \
+        long long strideB, long long strideC, int batch, float alpha, float beta)
 
 // The dynamic shared memory aligned to 1 KB for the swizzle (smem, and its shared address
 // smem_at); the tile (bm, bn); the K tiles; the thread's warpgroup and its 64 x WN of the tile;
