@@ -415,6 +415,30 @@ uint32_t emu_warp_call(int op_index, uint32_t mask, uint32_t value, int arg, int
     return me.result;
 }
 
+// A 32-bit operand register read as TF32 (its low 13 bits ignored, as the tensor cores do).
+static double emu_tf32(uint32_t u)
+{
+    u &= 0xffffe000u;
+    float f;
+    std::memcpy(&f, &u, 4);
+    return static_cast<double>(f);
+}
+
+// The warp's 16 x 8 TF32 A fragment from each lane's a0..a3 (lane = 4 g + t):
+//   a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4], a3 = A[g + 8][t + 4]
+// (mma.sync m16n8k8, and each warp's 16 rows of wgmma's A from registers).
+static void emu_gather_a(const EmuWarp& w, double (&A)[16][8])
+{
+    for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane / 4, t = lane % 4;
+        const uint32_t* a = w.lane[lane].a;
+        A[g][t] = emu_tf32(a[0]);
+        A[g + 8][t] = emu_tf32(a[1]);
+        A[g][t + 4] = emu_tf32(a[2]);
+        A[g + 8][t + 4] = emu_tf32(a[3]);
+    }
+}
+
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 over the whole warp, once every lane has
 // arrived (lane = 4 g + t):
 //   a0 = A[g][t], a1 = A[g + 8][t], a2 = A[g][t + 4], a3 = A[g + 8][t + 4]
@@ -424,23 +448,13 @@ uint32_t emu_warp_call(int op_index, uint32_t mask, uint32_t value, int arg, int
 // sums in double, rounded once.
 static void emu_mma_complete(EmuWarp& w)
 {
-    auto tf32 = [](uint32_t u) {
-        u &= 0xffffe000u;
-        float f;
-        std::memcpy(&f, &u, 4);
-        return static_cast<double>(f);
-    };
     double A[16][8], B[8][8];
+    emu_gather_a(w, A);
     for (int lane = 0; lane < 32; ++lane) {
         const int g = lane / 4, t = lane % 4;
-        const uint32_t* a = w.lane[lane].a;
         const uint32_t* b = w.lane[lane].b;
-        A[g][t] = tf32(a[0]);
-        A[g + 8][t] = tf32(a[1]);
-        A[g][t + 4] = tf32(a[2]);
-        A[g + 8][t + 4] = tf32(a[3]);
-        B[t][g] = tf32(b[0]);
-        B[t + 4][g] = tf32(b[1]);
+        B[t][g] = emu_tf32(b[0]);
+        B[t + 4][g] = emu_tf32(b[1]);
     }
     for (int lane = 0; lane < 32; ++lane) {
         const int g = lane / 4, t = lane % 4;
@@ -570,10 +584,7 @@ static double emu_wgmma_operand(uint64_t desc, int row, int k, char which)
         emu_fail("wgmma reads %c past the dynamic shared memory (offset %u)", which, at);
     uint32_t u;
     std::memcpy(&u, emu_smem + at, 4);
-    u &= 0xffffe000u;
-    float f;
-    std::memcpy(&f, &u, 4);
-    return static_cast<double>(f);
+    return emu_tf32(u);
 }
 
 // d += A B (or d = A B with scale_d 0) for this thread's accumulators: A 64 x 8, B n x 8 (rows
@@ -600,33 +611,25 @@ static void emu_wgmma_now(const EmuWgmma& op)
             op.d[4 * j + e] = static_cast<float>(sum);
         }
 }
-void emu_wgmma_tf32(int n, unsigned long long a, unsigned long long b, float* d, int scale_d)
+// What every wgmma needs: a block of whole warpgroups, and an n the instruction has.
+static void emu_wgmma_check(int n)
 {
     if (emu_block->threads.size() % 128 != 0)
         emu_fail("wgmma in a block of %zu threads (warpgroups are 128)",
                  emu_block->threads.size());
     if (n % 8 != 0 || n < 8 || n > 256) emu_fail("wgmma with n = %d", n);
+}
+void emu_wgmma_tf32(int n, unsigned long long a, unsigned long long b, float* d, int scale_d)
+{
+    emu_wgmma_check(n);
     emu_current->wgmmas.push_back({n, a, b, d, scale_d, emu_current->wgmma_group});
 }
 // Gathers A over the warp (include/wgmma_tf32.cuh's register fragment layout), read as TF32,
 // into each lane's two rows.
 static void emu_wgmma_rs_complete(EmuWarp& w)
 {
-    auto tf32 = [](uint32_t u) {
-        u &= 0xffffe000u;
-        float f;
-        std::memcpy(&f, &u, 4);
-        return static_cast<double>(f);
-    };
     double A[16][8];
-    for (int lane = 0; lane < 32; ++lane) {
-        const int g = lane / 4, t = lane % 4;
-        const uint32_t* a = w.lane[lane].a;
-        A[g][t] = tf32(a[0]);
-        A[g + 8][t] = tf32(a[1]);
-        A[g][t + 4] = tf32(a[2]);
-        A[g + 8][t + 4] = tf32(a[3]);
-    }
+    emu_gather_a(w, A);
     for (int lane = 0; lane < 32; ++lane)
         for (int k = 0; k < 8; ++k) {
             w.lane[lane].rows[k] = A[lane / 4][k];
@@ -636,10 +639,7 @@ static void emu_wgmma_rs_complete(EmuWarp& w)
 void emu_wgmma_tf32_rs(int n, const unsigned* a0, const unsigned* a1, const unsigned* a2,
                        const unsigned* a3, unsigned long long b, float* d, int scale_d)
 {
-    if (emu_block->threads.size() % 128 != 0)
-        emu_fail("wgmma in a block of %zu threads (warpgroups are 128)",
-                 emu_block->threads.size());
-    if (n % 8 != 0 || n < 8 || n > 256) emu_fail("wgmma with n = %d", n);
+    emu_wgmma_check(n);
     EmuWgmma op{n, 0, b, d, scale_d, emu_current->wgmma_group};
     op.rs = true;
     const unsigned* regs[4] = {a0, a1, a2, a3};
