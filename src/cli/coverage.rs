@@ -74,6 +74,13 @@ pub(super) struct CoverArgs {
     /// grid it lacks (e.g. --grid configs/coverage/gemm-unaligned.toml): no pool search.
     #[arg(long)]
     extend: bool,
+    /// Keep this GPU's coverage in the database (of the form the flags give) and add up to N
+    /// of this GPU's tuned winners its portfolio lacks (of --family when named; those tuned on
+    /// the form first, then the fastest over cuBLAS), each timed on every grid point beside
+    /// cuBLAS: no pool search, no new shapes. How new families reach shapes nobody tuned.
+    #[arg(long, value_name = "N", conflicts_with_all = ["extend", "dry_run", "loo"],
+          value_parser = clap::value_parser!(u64).range(1..=256))]
+    add_winners: Option<u64>,
     /// No GPU: print the leave-one-out check of the coverage the database holds for --gpu (of
     /// the form --layout, --beta, --alpha, --padded, --batch give; default plain).
     #[arg(long, requires = "gpu")]
@@ -130,17 +137,40 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     let info = devices.info();
     // Read once before the run: the coverage to extend and the winners that seed the portfolio.
     let before = Database::load(&a.db)?;
-    let base = if a.extend {
+    let base = if a.extend || a.add_winners.is_some() {
+        let flag = if a.extend {
+            "--extend"
+        } else {
+            "--add-winners"
+        };
         match before.coverage(&info.name, op, &grid.form) {
             Some(c) => Some(c.clone()),
             None => bail!(
-                "--extend: {} has no {op}{tags} coverage for {} to extend: run `autotune cover --op {op}` (with the same --layout, --beta, --alpha, --padded, --batch) first",
+                "{flag}: {} has no {op}{tags} coverage for {} to add to: run `autotune cover --op {op}` (with the same --layout, --beta, --alpha, --padded, --batch) first",
                 a.db.display(),
                 info.name
             ),
         }
     } else {
         None
+    };
+    let added = match (&base, a.add_winners) {
+        (Some(base), Some(n)) => {
+            let add = cover::winners_to_add(&before, &catalog, base, &a.families, n as usize);
+            if add.is_empty() {
+                let of = if a.families.is_empty() {
+                    String::new()
+                } else {
+                    format!(" of {}", a.families.join(", "))
+                };
+                bail!(
+                    "--add-winners: {} already has every current tuned winner{of} that computes its form: tune more problems of {op}{tags} first (autotune tune)",
+                    base.describe()
+                );
+            }
+            add
+        }
+        _ => Vec::new(),
     };
     // This GPU's winners of exhaustive tunes seed the portfolio (those of the grid's form
     // first, then the fastest; current only, of families that compute the form).
@@ -179,6 +209,9 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
     let note = |line: &str| eprintln!("{line}");
     let progress = cover::Checkpoints::new((!a.no_save).then_some(a.db.as_path()), &rec, &note);
     let covered = match &base {
+        Some(base) if !added.is_empty() => {
+            cover::widen(&devices, &catalog, &cache, base, &added, &opts, &progress)?
+        }
         Some(base) => cover::extend(&devices, &catalog, &cache, &grid, base, &opts, &progress)?,
         None => cover::cover(&devices, &catalog, &cache, &grid, &opts, &progress)?,
     };

@@ -217,3 +217,122 @@ fn bad_grids_are_refused_with_the_reason() {
     let err = Grid::from_toml_str(gemv_nt, "v").unwrap_err().to_string();
     assert!(err.contains("gemv has no layout nt"), "{err}");
 }
+
+fn coverage_of(gpu: &str, configs: &[Config], points: &[(&str, f64, &[f64])]) -> Coverage {
+    Coverage {
+        gpu: gpu.into(),
+        op: Op::Gemm,
+        form: Form::PLAIN,
+        date: "2026-01-01T00:00:00Z".into(),
+        tool_version: "0".into(),
+        seed: 1,
+        produced_by: None,
+        configs: configs
+            .iter()
+            .map(|c| CoverageConfig {
+                family: c.family.clone(),
+                params: c.params.clone(),
+                checksum: "x".into(),
+            })
+            .collect(),
+        points: points
+            .iter()
+            .map(|(shape, cublas_ms, ms)| CoveragePoint {
+                shape: shape.to_string(),
+                cublas_ms: *cublas_ms,
+                ms: ms.to_vec(),
+            })
+            .collect(),
+    }
+}
+
+#[test]
+fn widening_appends_each_new_config_at_its_ratio_to_the_cublas_of_its_own_run() {
+    let base = coverage_of(
+        "G",
+        &[c(1), c(2)],
+        &[
+            ("64x64x64", 1.0, &[2.0, 0.0]),
+            ("256x256x256", 4.0, &[3.0, 5.0]),
+        ],
+    );
+    // Measured in another process: cuBLAS 2% slower at the first point, 1% faster at the
+    // second; c(2) is measured again (it stays as it was), c(3) failed at the second point.
+    let added = coverage_of(
+        "G",
+        &[c(2), c(3), c(4)],
+        &[
+            ("256x256x256", 3.96, &[5.0, 0.0, 1.98]),
+            ("64x64x64", 1.02, &[9.0, 0.51, 2.04]),
+        ],
+    );
+    let out = append_configs(&base, &added);
+    assert_eq!(out.configs.len(), 4);
+    assert_eq!(out.configs[2].params["BM"], 3);
+    assert_eq!(out.configs[3].params["BM"], 4);
+    let near = |a: f64, b: f64| (a - b).abs() < 1e-12;
+    let p = &out.points[0];
+    assert_eq!(p.shape, "64x64x64");
+    assert_eq!(&p.ms[..2], &[2.0, 0.0]);
+    assert!(near(p.ms[2], 0.5) && near(p.ms[3], 2.0), "{:?}", p.ms);
+    let q = &out.points[1];
+    assert_eq!(q.cublas_ms, 4.0);
+    assert_eq!(q.ms[2], 0.0);
+    assert!(near(q.ms[3], 2.0), "{:?}", q.ms);
+    // A point the new run lacks records the new configs as failed there; the record stays
+    // whole (one time per config everywhere).
+    let partial = coverage_of("G", &[c(3)], &[("64x64x64", 1.0, &[0.5])]);
+    let out = append_configs(&base, &partial);
+    assert_eq!(out.points[1].ms, vec![3.0, 5.0, 0.0]);
+    assert!(out.points.iter().all(|p| p.ms.len() == out.configs.len()));
+    // Nothing new: the record is unchanged but for its date.
+    let same = append_configs(
+        &base,
+        &coverage_of("G", &[c(1)], &[("64x64x64", 1.0, &[1.0])]),
+    );
+    assert_eq!(same.configs, base.configs);
+    assert_eq!(same.points, base.points);
+}
+
+#[test]
+fn the_winners_a_coverage_lacks_are_added_fastest_first() {
+    let cat = Catalog::builtin().unwrap();
+    let gpu = "NVIDIA Test GPU";
+    let mut db = crate::db::Database::new();
+    let entry = |shape: &str, family: &str, vs: f64, stages: i64| crate::db::Entry {
+        family: family.into(),
+        checksum: cat.get(family).unwrap().checksum.clone(),
+        params: [("STAGES".to_string(), stages)].into(),
+        vs_cublas: vs,
+        ..crate::db::fixtures::entry(gpu, Op::Gemm, shape, 1.0)
+    };
+    db.upsert(entry("512x512x512", "gemm_tile2d", 2.0, 1));
+    db.upsert(entry("1024x1024x1024", "gemm_general", 1.5, 2));
+    db.upsert(entry("2048x2048x2048", "gemm_general", 1.7, 3));
+    db.upsert(entry("4096x4096x4096", "gemm_general", 1.2, 4));
+    let cfg = |family: &str, stages: i64| Config {
+        family: family.into(),
+        params: [("STAGES".to_string(), stages)].into(),
+    };
+    let base = coverage_of(gpu, &[cfg("gemm_general", 3)], &[("64x64x64", 1.0, &[1.0])]);
+    let stages =
+        |add: Vec<Config>| -> Vec<i64> { add.iter().map(|c| c.params["STAGES"]).collect() };
+    assert_eq!(
+        stages(winners_to_add(&db, &cat, &base, &[], 10)),
+        vec![1, 2, 4]
+    );
+    assert_eq!(stages(winners_to_add(&db, &cat, &base, &[], 1)), vec![1]);
+    assert_eq!(
+        stages(winners_to_add(
+            &db,
+            &cat,
+            &base,
+            &["gemm_general".into()],
+            10
+        )),
+        vec![2, 4]
+    );
+    // Another GPU's winners are not this coverage's.
+    let other = coverage_of("NVIDIA Other", &[], &[("64x64x64", 1.0, &[])]);
+    assert!(winners_to_add(&db, &cat, &other, &[], 10).is_empty());
+}
