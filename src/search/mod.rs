@@ -10,7 +10,7 @@
 //!
 //! | name | what it does |
 //! |---|---|
-//! | `exhaustive` | every candidate in list order |
+//! | `exhaustive` | every candidate in list order (a tune lists them as the model ranks them: each family's best estimate first) |
 //! | `random` | every candidate in a seeded random order |
 //! | `annealing` | simulated annealing over one-parameter moves within a family |
 //! | `genetic` | a steady elitist genetic algorithm (tournament, crossover within a family, mutation) |

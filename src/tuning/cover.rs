@@ -40,8 +40,10 @@ use std::sync::Mutex;
 
 mod checkpoint;
 pub mod loo;
+mod widen;
 
 pub use checkpoint::{save, Checkpoints, CHECKPOINT_EVERY};
+pub use widen::{append_configs, widen, winners_to_add};
 
 /// The grids built into the binary, by op.
 const BUILTIN: &[(&str, &str)] = &[
@@ -708,108 +710,6 @@ fn check_current(catalog: &Catalog, base: &Coverage) -> Result<(), CoverError> {
         }),
         None => Ok(()),
     }
-}
-
-/// The configs [`widen`] adds to `base`: this GPU's current tuned winners of the op whose
-/// family computes the coverage's form ([`portfolio_seeds`]: those tuned on the form first,
-/// then by speed over cuBLAS), of `families` when any are named, that the portfolio lacks; at
-/// most `max`.
-pub fn winners_to_add(
-    db: &crate::db::Database,
-    catalog: &Catalog,
-    base: &Coverage,
-    families: &[String],
-    max: usize,
-) -> Vec<Config> {
-    portfolio_seeds(db, catalog, &base.gpu, base.op, &base.form, usize::MAX)
-        .into_iter()
-        .filter(|c| families.is_empty() || families.contains(&c.family))
-        .filter(|c| {
-            !base
-                .configs
-                .iter()
-                .any(|b| b.family == c.family && b.params == c.params)
-        })
-        .take(max)
-        .collect()
-}
-
-/// Adds `configs` to the portfolio of `base` (a coverage of this GPU model): each is validated
-/// and timed on every point of `base`, beside cuBLAS, on `devices`. New kernel families (e.g.
-/// tensor-core ones) reach the predictions for shapes nobody tuned without a new pool search
-/// or new times for the configs `base` has. Every config of `base` must be current. The run
-/// saves nothing before it ends ([`CoverProgress::checkpoint`] is not called): a record half
-/// widened would predict from configs measured on part of the grid.
-pub fn widen(
-    devices: &Devices,
-    catalog: &Catalog,
-    cache: &nvrtc::Cache,
-    base: &Coverage,
-    configs: &[Config],
-    opts: &CoverOptions,
-    progress: &dyn CoverProgress,
-) -> Result<Covered, CoverError> {
-    nvrtc::check_arch(devices.info().arch)?;
-    check_current(catalog, base)?;
-    let shapes: Vec<Shape> = base
-        .points
-        .iter()
-        .filter_map(|p| base.point_shape(p))
-        .collect();
-    progress.note(&format!(
-        "widening {} ({} configs, {} points) by {} configs",
-        base.describe(),
-        base.configs.len(),
-        shapes.len(),
-        configs.len()
-    ));
-    let mut fresh = base.clone();
-    fresh.configs = coverage_configs(catalog, configs);
-    fresh.points.clear();
-    // Progress news only: no checkpoint of a record that holds the new configs alone.
-    let news = |line: &str| progress.note(line);
-    let measured = measure_grid(
-        devices, catalog, cache, &shapes, fresh, configs, opts, &news,
-    )?;
-    Ok(Covered {
-        coverage: append_configs(base, &measured.coverage),
-        usage: measured.usage,
-    })
-}
-
-/// `base` with the configs of `added` (its points: some or all of `base`'s, timed for those
-/// configs alone) appended to the portfolio. Each added time is scaled by the point's cuBLAS
-/// time in `base` over the one measured beside it, so that its ratio to cuBLAS is the one
-/// measured in one process while `base`'s times stay as they were; a point `added` lacks (or
-/// where its cuBLAS time is not positive) records the new configs as failed (0), never
-/// predicted there. Configs `base` already has are not added twice.
-pub fn append_configs(base: &Coverage, added: &Coverage) -> Coverage {
-    let mut out = base.clone();
-    let new: Vec<usize> = (0..added.configs.len())
-        .filter(|&i| {
-            let c = &added.configs[i];
-            !base
-                .configs
-                .iter()
-                .any(|b| b.family == c.family && b.params == c.params)
-        })
-        .collect();
-    out.configs
-        .extend(new.iter().map(|&i| added.configs[i].clone()));
-    for p in &mut out.points {
-        let found = added
-            .points
-            .iter()
-            .find(|q| q.shape == p.shape && q.cublas_ms > 0.0 && q.ms.len() == added.configs.len());
-        let scale = found.map(|q| p.cublas_ms / q.cublas_ms);
-        p.ms.extend(new.iter().map(|&i| match (found, scale) {
-            (Some(q), Some(s)) if q.ms[i] > 0.0 && s.is_finite() => q.ms[i] * s,
-            _ => 0.0,
-        }));
-    }
-    out.date = added.date.clone();
-    out.tool_version = added.tool_version.clone();
-    out
 }
 
 /// The portfolio as a coverage record lists it: each config with its family's checksum.

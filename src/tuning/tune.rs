@@ -117,6 +117,32 @@ impl Default for TuneOptions {
     }
 }
 
+/// `planned` in the order the model ranks it: each family's best-estimated candidate first,
+/// then the rest by estimate (those without one last, in plan order). A search that walks the
+/// list (`exhaustive`) and the compile queue then meet the likely winners first, so a run its
+/// time limit cuts short has measured them (a tensor-core family listed after the SIMT ones
+/// included); a search left to finish visits the same candidates either way.
+fn model_first(
+    catalog: &Catalog,
+    planned: Vec<Planned>,
+    op: Op,
+    shape: Shape,
+    limits: &Limits,
+    machine: &crate::plan::model::Machine,
+) -> Vec<Planned> {
+    let space = crate::plan::model::candidates(
+        catalog,
+        planned.iter().map(|p| (&p.config, &p.launch)),
+        op,
+        shape,
+        limits,
+        machine,
+    );
+    let order = search::family_leaders_first(&space, search::model_order(&space));
+    let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).collect()
+}
+
 /// The key under which a candidate is found again in a journal.
 fn journal_key(family: &str, params: &BTreeMap<String, i64>, checksum: &str) -> String {
     format!(
@@ -143,6 +169,8 @@ pub fn tune(
 ) -> Result<TuneReport, TuneError> {
     let start = Instant::now();
     let (families, planned) = plan(catalog, op, shape, &dev.info.limits, &opts.families)?;
+    let machine = crate::plan::model::Machine::for_device(&dev.info);
+    let planned = model_first(catalog, planned, op, shape, &dev.info.limits, &machine);
     let planned = if opts.part.count > 1 {
         strategy.part_of(planned.len());
         planned
@@ -269,7 +297,6 @@ pub fn tune(
             Ok(time)
         };
         // What the search sees: each candidate's family, parameters and model estimate.
-        let machine = crate::plan::model::Machine::for_device(&dev.info);
         let space = crate::plan::model::candidates(
             catalog,
             planned.iter().map(|p| (&p.config, &p.launch)),
@@ -580,4 +607,46 @@ pub fn dry_run(
         compiled_now: batch.compiled_now,
         wall_s: start.elapsed().as_secs_f64(),
     })
+}
+
+#[cfg(test)]
+mod order_tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn a_time_limited_walk_meets_every_family_and_the_models_favourites_first() {
+        let catalog = Catalog::builtin().unwrap();
+        let limits = Limits::for_arch(90).unwrap();
+        let machine =
+            crate::plan::model::Machine::for_gpu("NVIDIA H100 80GB HBM3", None, None).unwrap();
+        let shape = Shape::parse(Op::Gemm, "2048x2048x2048:nt").unwrap();
+        let (_, planned) = plan(&catalog, Op::Gemm, shape, &limits, &[]).unwrap();
+        let keys = |p: &[Planned]| -> Vec<String> {
+            p.iter()
+                .map(|x| format!("{} {:?}", x.config.family, x.config.params))
+                .collect()
+        };
+        let mut before = keys(&planned);
+        let ordered = model_first(&catalog, planned, Op::Gemm, shape, &limits, &machine);
+        let mut after = keys(&ordered);
+        // Each family's leader first (the plan lists the tensor-core families after the SIMT
+        // ones), then the rest: the same candidates, each once.
+        let families: BTreeSet<&str> = ordered.iter().map(|p| p.config.family.as_str()).collect();
+        let leaders: BTreeSet<&str> = ordered[..families.len()]
+            .iter()
+            .map(|p| p.config.family.as_str())
+            .collect();
+        assert_eq!(leaders, families);
+        assert!(families.contains("gemm_tf32x3_wgmma_rs"), "{families:?}");
+        // On a large problem on Hopper the model rates 3xTF32 on wgmma above FP32 FMA.
+        assert!(
+            ordered[0].config.family.starts_with("gemm_tf32x3"),
+            "{}",
+            after[0]
+        );
+        before.sort();
+        after.sort();
+        assert_eq!(before, after);
+    }
 }
