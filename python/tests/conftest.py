@@ -128,9 +128,7 @@ def install_fake_torch(monkeypatch):
     t = fake_torch_module()
     monkeypatch.setitem(sys.modules, "torch", t)
     monkeypatch.setattr(_arrays, "_torch_state", {"module": None})
-    for name in ("_KIND",):
-        if hasattr(_arrays, name):
-            monkeypatch.setattr(_arrays, name, {})
+    monkeypatch.setattr(_arrays, "_KIND", {})
     return t
 
 
