@@ -16,7 +16,7 @@
 use autotune::problem::Layout;
 use autotune::product::desc::GemmDesc;
 use autotune::Tuned;
-use cudarc::driver::{CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{CudaContext, CudaSlice, CudaStream, DevicePtr, DevicePtrMut};
 use std::error::Error;
 use std::sync::Arc;
 use std::time::Instant;
@@ -57,28 +57,35 @@ fn per_call_us(
     Ok(per_call[per_call.len() / 2])
 }
 
+/// A runtime, its stream, and A, B and C on it.
+type Setup = (Tuned, Arc<CudaStream>, [CudaSlice<f32>; 3]);
+
+/// The runtime on `ctx` (the shipped database, quiet), its default stream, and zeroed buffers
+/// of `lens` floats on it.
+fn runtime(ctx: Arc<CudaContext>, lens: [usize; 3]) -> Result<Setup, Box<dyn Error>> {
+    let tuned = Tuned::from_toml_str(&ctx, DB)?.quiet();
+    let stream = ctx.default_stream();
+    let [a, b, c] = lens;
+    let bufs = [
+        stream.alloc_zeros::<f32>(a)?,
+        stream.alloc_zeros::<f32>(b)?,
+        stream.alloc_zeros::<f32>(c)?,
+    ];
+    Ok((tuned, stream, bufs))
+}
+
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let (m, n, k) = (arg(&args, 0, 64)?, arg(&args, 1, 64)?, arg(&args, 2, 64)?);
     let (calls, reps) = (arg(&args, 3, 200)?.max(1), arg(&args, 4, 30)?.max(1));
     let desc = GemmDesc::new(Layout::Nn, m, n, k);
 
-    let ctx = Tuned::context(0)?;
-    let tuned = Tuned::from_toml_str(&ctx, DB)?.quiet();
-    let stream = ctx.default_stream();
-    let a = stream.alloc_zeros::<f32>(m * k)?;
-    let b = stream.alloc_zeros::<f32>(k * n)?;
-    let mut c = stream.alloc_zeros::<f32>(m * n)?;
+    let (tuned, stream, [a, b, mut c]) = runtime(Tuned::context(0)?, desc.lens())?;
     let median = per_call_us(&stream, calls, reps, || {
         Ok(tuned.gemm_ex(&stream, &desc, &a, &b, &mut c)?)
     })?;
 
-    let raw_ctx = Tuned::raw_context(0)?;
-    let raw = Tuned::from_toml_str(&raw_ctx, DB)?.quiet();
-    let raw_stream = raw_ctx.default_stream();
-    let ra = raw_stream.alloc_zeros::<f32>(m * k)?;
-    let rb = raw_stream.alloc_zeros::<f32>(k * n)?;
-    let mut rc = raw_stream.alloc_zeros::<f32>(m * n)?;
+    let (raw, raw_stream, [ra, rb, mut rc]) = runtime(Tuned::raw_context(0)?, desc.lens())?;
     let (pa, _a) = ra.device_ptr(&raw_stream);
     let (pb, _b) = rb.device_ptr(&raw_stream);
     let (pc, _c) = rc.device_ptr_mut(&raw_stream);

@@ -79,15 +79,23 @@ def cases(torch, real):
     ]
 
 
-def per_call_us(fn, calls, reps):
-    for _ in range(min(calls, 200)):
+def per_call_us(fn, calls, reps, warmup=200, sync=None):
+    """Median host microseconds per call of ``reps`` runs of ``calls`` back-to-back calls of
+    ``fn``, after ``warmup`` calls; ``sync`` (e.g. ``torch.cuda.synchronize``) runs after the
+    warm-up and after each run, never inside one, so a GPU's time stays out while its queue
+    has room."""
+    for _ in range(warmup):
         fn()
+    if sync:
+        sync()
     runs = []
     for _ in range(reps):
         t0 = time.perf_counter()
         for _ in range(calls):
             fn()
         runs.append((time.perf_counter() - t0) / calls * 1e6)
+        if sync:
+            sync()
     return statistics.median(runs)
 
 

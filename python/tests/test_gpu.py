@@ -15,13 +15,13 @@ import os
 import re
 import statistics
 import subprocess
-import time
 import zlib
 from pathlib import Path
 
 import pytest
 
 import autotune
+from overhead_bench import per_call_us
 
 try:
     import torch
@@ -235,17 +235,7 @@ def test_explain_names_a_rule(tuned):
 def _host_us_per_call(fn, calls=200, reps=30):
     """Median host time per call of ``calls`` back-to-back calls (synchronised between runs,
     never inside, so the GPU's time stays out while the queue has room)."""
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    per = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        per.append((time.perf_counter() - t0) / calls * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(per)
+    return per_call_us(fn, calls, reps, warmup=50, sync=torch.cuda.synchronize)
 
 
 def test_per_call_overhead_against_rust(tuned):
