@@ -24,10 +24,12 @@ no GPU included.
 """
 
 import os
+from math import copysign as _copysign
 
 from . import _arrays, _cudalibs, _plan
 from ._native import Error, check_gemm as _check_gemm, check_gemv as _check_gemv
 from ._native import device_count as _device_count
+from ._arrays import TORCH_STREAM as _TORCH_STREAM, quick as _quick
 
 __all__ = ["Tuned", "Error", "device_count", "check_gemm", "check_gemv", "SHIPPED_DB"]
 __version__ = "0.1.0"
@@ -71,23 +73,22 @@ def _views(named, stream, device=None):
     return out, handle
 
 
-def _allocate(like, shape, name_of_like="a"):
-    """A new float32 array of ``shape`` from ``like``'s library, on its GPU, and its view."""
-    if like.lib == "torch":
+def _allocate(lib, like, shape):
+    """A new float32 array of ``shape`` from ``like``'s library (``lib``), on its GPU; the
+    TypeError, naming operand a, where ``lib`` is neither torch nor cupy."""
+    if lib == "torch":
         import torch
 
-        arr = torch.empty(shape, dtype=torch.float32, device=like.obj.device)
-    elif like.lib == "cupy":
+        return torch.empty(shape, dtype=torch.float32, device=like.device)
+    if lib == "cupy":
         import cupy
 
-        with like.obj.device:
-            arr = cupy.empty(shape, dtype=cupy.float32)
-    else:
-        raise TypeError(
-            "out=None allocates the result with the input's library (torch.empty or cupy.empty); "
-            "%s is a %s, which is neither (JAX arrays are immutable): pass out= (a torch or cupy "
-            "array)" % (name_of_like, type(like.obj).__name__))
-    return arr, _arrays.view(arr, "out")
+        with like.device:
+            return cupy.empty(shape, dtype=cupy.float32)
+    raise TypeError(
+        "out=None allocates the result with the input's library (torch.empty or cupy.empty); "
+        "a is a %s, which is neither (JAX arrays are immutable): pass out= (a torch or cupy "
+        "array)" % type(like).__name__)
 
 
 def _gemm_plan(a, b, out, trans_a, trans_b, alpha, beta, stream, device=None):
@@ -127,6 +128,34 @@ def check_gemv(a, x, out=None, trans=False, alpha=1.0, beta=0.0, stream=None):
     plan, av, xv, ov, _ = _gemv_plan(a, x, out, trans, alpha, beta, stream)
     y_len = ov.extent() if ov is not None else _packed_len(plan.out_shape)
     return _check_gemv(plan.desc, av.extent(), xv.extent(), y_len)
+
+
+# The plan cache (Tuned._cached): a call's key is its op, its flags and scalars, and each
+# operand's sig (_arrays.quick); the entry, (desc, swapped, len0, len1, out_len, out_shape,
+# like), is what the full path (_gemm_plan, _gemv_plan) made of the first call with that key:
+# the descriptor, whether the runtime's A is b, the extents in the runtime's operand order,
+# and which operand out=None allocates like (0: a, 1: b or x). The checks left to each call
+# are those of addresses, devices and streams.
+
+# Flags and scalars of these types key the cache (a tensor as alpha would, by identity alone).
+_KEYABLE = frozenset((bool, int, float))
+# No out: nothing to read.
+_NO_OUT = (None, 0, None, None)
+# Plans a Tuned keeps (one per layout called: a model has tens); all are dropped past it.
+_PLANS_MAX = 512
+
+
+class _Miss:
+    """What :meth:`Tuned._cached` returns for a call that takes the full path: ``key``, under
+    which its plan is kept once made (``None``: not kept)."""
+
+    __slots__ = ("key",)
+
+    def __init__(self, key):
+        self.key = key
+
+
+_UNCACHED = _Miss(None)
 
 
 class _Dims:
@@ -178,6 +207,7 @@ class Tuned:
                            None if record_to is None else os.fspath(record_to),
                            None if online is None else os.fspath(online), bool(quiet))
         self._device = device
+        self._plans = {}
 
     @classmethod
     def _with_runtime(cls, runtime):
@@ -185,6 +215,7 @@ class Tuned:
         self = cls.__new__(cls)
         self._rt = runtime
         self._device = runtime.device
+        self._plans = {}
         return self
 
     @property
@@ -216,16 +247,23 @@ class Tuned:
         (``torch.empty`` / ``cupy.empty`` on ``a``'s GPU; JAX inputs need ``out=``); an ``out``
         given may be a transposed view too. Launched on the arrays' stream, or ``stream``.
         """
+        got = self._cached("gemm", trans_a, trans_b, alpha, beta, a, b, out, stream)
+        if got.__class__ is not _Miss:
+            return got
         plan, ov, handle = _gemm_plan(a, b, out, trans_a, trans_b, alpha, beta, stream,
                                       self._device)
         a_len, b_len = plan.a.extent(), plan.b.extent()
+        like = None
         if ov is None:
             c_len = _packed_len(plan.out_shape)
             # Checked before allocating: a wrong call allocates nothing either.
             _check_gemm(plan.desc, a_len, b_len, c_len)
-            out, ov = _allocate(plan.a if plan.a.lib else plan.b, plan.out_shape)
+            like = 0 if plan.a.lib else 1  # out=None: the runtime's A is a
+            out, ov = self._allocate(like, plan.a, plan.b, plan.out_shape)
         else:
             c_len = ov.extent()
+        self._remember(got.key, (plan.desc, plan.swapped, a_len, b_len, c_len, plan.out_shape,
+                                 like))
         self._rt.gemm(plan.desc, plan.a.ptr, a_len, plan.b.ptr, b_len, ov.ptr, c_len, handle)
         return out
 
@@ -236,16 +274,108 @@ class Tuned:
         2-D ``x`` (``batch x length``) make a strided batch. ``out=None`` allocates as
         :meth:`gemm` does.
         """
+        got = self._cached("gemv", trans, False, alpha, beta, a, x, out, stream)
+        if got.__class__ is not _Miss:
+            return got
         plan, av, xv, ov, handle = _gemv_plan(a, x, out, trans, alpha, beta, stream,
                                               self._device)
+        a_len, x_len = av.extent(), xv.extent()
+        like = None
         if ov is None:
             y_len = _packed_len(plan.out_shape)
-            _check_gemv(plan.desc, av.extent(), xv.extent(), y_len)
-            out, ov = _allocate(av if av.lib else xv, plan.out_shape)
+            _check_gemv(plan.desc, a_len, x_len, y_len)
+            like = 0 if av.lib else 1
+            out, ov = self._allocate(like, av, xv, plan.out_shape)
         else:
             y_len = ov.extent()
-        self._rt.gemv(plan.desc, av.ptr, av.extent(), xv.ptr, xv.extent(), ov.ptr, y_len,
-                      handle)
+        self._remember(got.key, (plan.desc, False, a_len, x_len, y_len, plan.out_shape, like))
+        self._rt.gemv(plan.desc, av.ptr, a_len, xv.ptr, x_len, ov.ptr, y_len, handle)
+        return out
+
+    @staticmethod
+    def _allocate(like, a, b, shape):
+        """``out=None``'s array, like operand ``like`` (0: ``a``, 1: ``b``; views), and its
+        view."""
+        v = b if like else a
+        arr = _allocate(v.lib, (v if v.lib else a).obj, shape)
+        return arr, _arrays.view(arr, "out")
+
+    def _remember(self, key, entry):
+        if key is not None:
+            plans = self._plans
+            if len(plans) >= _PLANS_MAX:
+                plans.clear()
+            plans[key] = entry
+
+    def _cached(self, op, ta, tb, alpha, beta, a, b, out, stream):
+        """The call ``op`` (``"gemm"``, ``"gemv"``: ``b`` is x, ``tb`` False) made from its
+        cached plan: ``out`` (allocated when None) once launched, or a :class:`_Miss` for the
+        full path, which plans and checks everything. A call is made here only when each
+        operand reads quickly (``_arrays.quick``) and a plan is kept for its key, that is the
+        full path took the same op, flags, scalars and operands (up to addresses, GPUs and
+        streams) without raising; then what could differ is checked again: the GPU of each
+        operand, their streams, the alignment of each address and out's overlap with the
+        inputs. Any of these failing goes the full path too, which raises with its message."""
+        ra, rb = _quick(a), _quick(b)
+        rc = _NO_OUT if out is None else _quick(out)
+        if (ra is None or rb is None or rc is None
+                or type(ta) not in _KEYABLE or type(tb) not in _KEYABLE
+                or type(alpha) not in _KEYABLE or type(beta) not in _KEYABLE
+                # -0.0 keys as 0.0, but the descriptor carries its sign.
+                or (not alpha and _copysign(1.0, alpha) < 0)
+                or (not beta and _copysign(1.0, beta) < 0)):
+            return _UNCACHED
+        key = (op, ta, tb, alpha, beta, ra[0], rb[0], rc[0])
+        try:
+            entry = self._plans.get(key)
+        except TypeError:  # a CAI with a list in it
+            return _UNCACHED
+        if entry is None:
+            return _Miss(key)
+        dev = self._device
+        if ((ra[2] is not None and ra[2] != dev) or (rb[2] is not None and rb[2] != dev)
+                or (rc[2] is not None and rc[2] != dev)):
+            return _UNCACHED
+        if stream is None and ra[3] is _TORCH_STREAM and rb[3] is _TORCH_STREAM and (
+                rc[3] is _TORCH_STREAM or out is None):
+            # Tensors: PyTorch's current stream on their GPU, asked each call.
+            handle = _arrays._torch_state["raw_stream"](dev)
+        elif stream is None:
+            # The stream the arrays agree on (a torch tensor's: the current one, asked now).
+            handle = torch_stream = None
+            for r in (ra, rb, rc):
+                s = r[3]
+                if s is None:
+                    continue
+                if s is _TORCH_STREAM:
+                    if torch_stream is None:
+                        torch_stream = _arrays._torch_state["raw_stream"](dev)
+                    s = torch_stream
+                if handle is None:
+                    handle = s
+                elif s != handle:
+                    return _UNCACHED
+            if handle is None:
+                handle = 0
+        else:
+            try:
+                handle = _arrays.stream_handle(stream)
+            except (TypeError, ValueError):
+                return _UNCACHED
+        desc, swapped, l0, l1, lc, out_shape, like = entry
+        p0, p1 = (rb[1], ra[1]) if swapped else (ra[1], rb[1])
+        if p0 & 15 or p1 & 15:
+            return _UNCACHED
+        if out is None:
+            out = _allocate(_arrays._lib_of(b if like else a), b if like else a, out_shape)
+            r = _quick(out)
+            pc = r[1] if r is not None else _arrays.view(out, "out").ptr
+        else:
+            pc = rc[1]
+            end = pc + 4 * lc
+            if pc & 15 or (p0 < end and pc < p0 + 4 * l0) or (p1 < end and pc < p1 + 4 * l1):
+                return _UNCACHED
+        getattr(self._rt, op)(desc, p0, l0, p1, l1, pc, lc, handle)
         return out
 
     def explain(self, op, a, b, out=None, trans_a=False, trans_b=False, trans=False,

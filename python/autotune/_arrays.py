@@ -12,12 +12,16 @@ Three ways in, tried in this order:
 
 Nothing here touches a GPU: a fake ``__cuda_array_interface__`` is read like a real one. The
 driver checks the pointers later, in the extension, before anything is launched.
+
+:func:`view` reads an array in full and says what is wrong with it; :func:`quick` is the call
+path's first try, for the arrays a plan cache can key (torch tensors, CAI arrays): a few
+attribute reads, no objects made, and ``None`` for whatever :func:`view` must look at.
 """
 
 import ctypes
 import sys
 
-__all__ = ["View", "view", "resolve", "stream_handle"]
+__all__ = ["View", "view", "quick", "resolve", "stream_handle", "TORCH_STREAM"]
 
 # DLPack device types (dlpack.h).
 _DL_CPU, _DL_CUDA, _DL_CUDA_HOST, _DL_CUDA_MANAGED = 1, 2, 3, 13
@@ -89,6 +93,14 @@ _capsule_pointer.restype = ctypes.c_void_p
 _capsule_pointer.argtypes = [ctypes.py_object, ctypes.c_char_p]
 
 _torch_state = {"module": None}
+
+# What :func:`quick` makes of an array's type: ``(torch.float32, torch.strided)`` for torch
+# tensors (subclasses included), ``()`` for the rest (read through the CAI, if any).
+_KIND = {}
+
+#: The stream :func:`quick` gives a torch tensor: PyTorch's current stream on its GPU, which
+#: the caller asks for once per call (``_torch_state["raw_stream"](device)``), never cached.
+TORCH_STREAM = object()
 
 
 def _torch():
@@ -225,6 +237,57 @@ def _from_dlpack(p, stream):
         strides = _contiguous(shape)
     ptr = (t.data or 0) + t.byte_offset
     return View(ptr, shape, strides, p.device, stream, _lib_of(obj), False, obj, capsule)
+
+
+def _classify(tp):
+    t = _torch_state["module"] or _torch()
+    kind = ()
+    if t is not None and issubclass(tp, t.Tensor):
+        kind = (_torch_state["float32"], _torch_state["strided"])
+    if len(_KIND) < 256:
+        _KIND[tp] = kind
+    return kind
+
+
+def quick(obj):
+    """``(sig, ptr, device, stream)`` of a CUDA float32 torch tensor or of an array with a
+    well-formed ``__cuda_array_interface__``, in as few Python calls as each allows; ``None``
+    for anything else or anything unusual (a CPU tensor, another dtype, a description
+    :func:`view` might refuse), which :func:`view` then reads in full, raising what is wrong.
+
+    ``sig`` is hashable (unless the CAI holds lists) and holds everything of the array that
+    :func:`view` reads but its address, GPU and stream: the type (so the library), the shape
+    and strides, and for the CAI its typestr, version, mask and readonly flag. Arrays of equal
+    ``sig`` make equal views up to those three, so a plan made for one is the plan of the
+    other. ``device``: the CUDA ordinal, ``None`` where the CAI does not say; ``stream``: the
+    CAI v3 stream (an int, never 0), ``None`` where there is none, or :data:`TORCH_STREAM`.
+    """
+    tp = type(obj)
+    kind = _KIND.get(tp)
+    if kind is None:
+        kind = _classify(tp)
+    try:
+        if kind:
+            f32, strided = kind
+            if obj.dtype is not f32 or not obj.is_cuda or obj.layout is not strided:
+                return None
+            sig = (tp, obj.shape, obj.stride())
+            return sig, obj.data_ptr(), obj.get_device(), TORCH_STREAM
+        cai = obj.__cuda_array_interface__
+        if type(cai) is not dict:
+            return None
+        ptr, readonly = cai["data"]
+        version = cai["version"]
+        sig = (tp, cai["typestr"], cai["shape"], cai.get("strides"), version, cai.get("mask"),
+               readonly)
+        stream = cai.get("stream") if version >= 3 else None
+    except Exception:
+        # Whatever it is (a tensor without storage, a CAI property that raises), view() reads
+        # it again, in its own order, and raises what it raises.
+        return None
+    if type(ptr) is not int or (stream is not None and (type(stream) is not int or not stream)):
+        return None
+    return sig, ptr, None, stream
 
 
 def view(obj, name):

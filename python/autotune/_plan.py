@@ -104,14 +104,16 @@ class GemmPlan:
     """A checked GEMM: ``desc`` is the descriptor the extension's ``gemm`` and ``check_gemm``
     take (trans_a, trans_b, m, n, k, (lda, ldb, ldc), alpha, beta, batch, (stride_a,
     stride_b, stride_c)); ``a`` and ``b`` the views read as the runtime's A and
-    B (swapped when ``out`` is a transposed view); ``out_shape`` the shape of the result."""
+    B, ``swapped`` when ``out`` is a transposed view (the runtime's A is then ``b``);
+    ``out_shape`` the shape of the result."""
 
-    __slots__ = ("desc", "a", "b", "out_shape")
+    __slots__ = ("desc", "a", "b", "swapped", "out_shape")
 
-    def __init__(self, desc, a, b, out_shape):
+    def __init__(self, desc, a, b, out_shape, swapped=False):
         self.desc = desc
         self.a = a
         self.b = b
+        self.swapped = swapped
         self.out_shape = out_shape
 
 
@@ -162,7 +164,7 @@ def plan_gemm(a, b, out, trans_a, trans_b, alpha, beta):
     if out_t:
         # out is stored transposed (n x m): out^T = op(b)^T op(a)^T, with the operands swapped.
         desc = (not tb, not ta, n, m, k, (ldb, lda, ldc), alpha, beta, batch, (sb, sa, sc))
-        return GemmPlan(desc, b, a, out_shape)
+        return GemmPlan(desc, b, a, out_shape, swapped=True)
     if batch > 1 and bb is None and not ta and sa == m * lda and (out is None or sc == m * ldc):
         # A batch of A's against one B, rows after rows: one product of batch * m rows.
         desc = (False, tb, batch * m, n, k, (lda, ldb, ldc), alpha, beta, 1, (0, 0, 0))

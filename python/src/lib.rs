@@ -22,12 +22,11 @@ use autotune::product::desc::{DescError, GemmDesc, GemvDesc};
 use autotune::product::online::OnlineTuning;
 use autotune::product::runtime::RuntimeError;
 use autotune::{MathPolicy, Op, Shape, Tuned};
-use cudarc::driver::{sys, CudaContext, CudaSlice, CudaStream};
+use cudarc::driver::{sys, CudaContext};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use std::ffi::c_void;
-use std::mem::ManuallyDrop;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -225,32 +224,6 @@ fn check_pointer(ordinal: usize, op: &Operand) -> PyResult<()> {
     Ok(())
 }
 
-/// A device buffer owned by the caller (a torch tensor, a CuPy array), seen as a `CudaSlice`
-/// for the length of one call and never freed here.
-struct Borrowed(ManuallyDrop<CudaSlice<f32>>);
-
-impl Borrowed {
-    /// # Safety
-    /// `ptr` must be device memory of `stream`'s context holding `len` floats, kept alive by
-    /// its owner for as long as this value and the work queued on it with it; the context must
-    /// not track events (then no event is created, and nothing can fail here).
-    unsafe fn new(stream: &Arc<CudaStream>, ptr: u64, len: usize) -> Borrowed {
-        // SAFETY: as the caller promises.
-        Borrowed(ManuallyDrop::new(unsafe {
-            stream.upgrade_device_ptr(ptr, len)
-        }))
-    }
-}
-
-impl Drop for Borrowed {
-    fn drop(&mut self) {
-        // SAFETY: taken once, here; the slice is never used again.
-        let slice = unsafe { ManuallyDrop::take(&mut self.0) };
-        // Gives the pointer back without freeing it: the memory is its owner's.
-        let _ = slice.leak();
-    }
-}
-
 /// The runtime bound to one GPU: `autotune.Tuned` holds one.
 #[pyclass(frozen, module = "autotune._native")]
 struct Runtime {
@@ -260,20 +233,14 @@ struct Runtime {
 }
 
 impl Runtime {
-    /// Checks the pointers, wraps them and the stream, and runs `f` with the GIL released.
+    /// With the GIL released: checks each operand's pointer with the driver, then runs `f`
+    /// (the runtime's raw call on them, [`Tuned::gemm_raw`] or [`Tuned::gemv_raw`]).
     fn launch(
         &self,
         py: Python<'_>,
         what: &str,
         ops: [Operand; 3],
-        stream: usize,
-        f: impl FnOnce(
-                &Arc<CudaStream>,
-                &CudaSlice<f32>,
-                &CudaSlice<f32>,
-                &mut CudaSlice<f32>,
-            ) -> Result<(), RuntimeError>
-            + Send,
+        f: impl FnOnce() -> Result<(), RuntimeError> + Send,
     ) -> PyResult<()> {
         py.detach(|| {
             guarded(what, || {
@@ -283,26 +250,18 @@ impl Runtime {
                 for op in &ops {
                     check_pointer(self.ordinal, op)?;
                 }
-                // SAFETY: the caller's stream belongs to the primary context of this GPU, the one
-                // `ctx` retains (PyTorch, CuPy and JAX use it too), and outlives the call.
-                let stream = unsafe { self.ctx.wrap_borrowed_stream(stream as sys::CUstream) };
-                let [a, b, c] = &ops;
-                // SAFETY: each pointer was just checked to be device memory of this GPU holding
-                // the operand's extent; the arrays are kept alive by the Python caller for the
-                // call, and their owners order later work on the stream; the context was made
-                // without event tracking (`Runtime::new`).
-                let (a, b, mut c) = unsafe {
-                    (
-                        Borrowed::new(&stream, a.ptr, a.len),
-                        Borrowed::new(&stream, b.ptr, b.len),
-                        Borrowed::new(&stream, c.ptr, c.len),
-                    )
-                };
-                f(&stream, &a.0, &b.0, &mut c.0).map_err(runtime_error)
+                f().map_err(runtime_error)
             })
         })
     }
 }
+
+// SAFETY (each `gemm_raw` / `gemv_raw` below): `launch` has just checked that each pointer is
+// device memory of this GPU holding the operand's whole extent, which the descriptor was
+// checked against (`problem`), so it holds `desc.lens()` floats; the Python caller keeps the
+// arrays alive for the call and their owners order later work on the stream; the stream is
+// the caller's (0, 2, or a stream of this GPU's primary context, the one `ctx` retains and
+// PyTorch, CuPy and JAX use), the runtime being built on `Tuned::raw_context`.
 
 #[pymethods]
 impl Runtime {
@@ -328,11 +287,9 @@ impl Runtime {
                     None => Database::from_toml_str(SHIPPED_DB, "the shipped tuning database"),
                 }
                 .map_err(|e| PyValueError::new_err(e.to_string()))?;
-                let ctx = Tuned::context(device).map_err(runtime_error)?;
-                // SAFETY: every buffer this context sees is borrowed from its owner for one call
-                // and ordered by streams (as PyTorch and CuPy order theirs); the runtime's own
-                // workspaces live on the stream they are used on.
-                unsafe { ctx.disable_event_tracking() };
+                // Event tracking off: every buffer is borrowed from its owner for one call and
+                // ordered by streams, as PyTorch and CuPy order theirs.
+                let ctx = Tuned::raw_context(device).map_err(runtime_error)?;
                 let mut tuned = Tuned::new(&ctx, database)
                     .map_err(runtime_error)?
                     .vendor_guard(vendor_guard);
@@ -395,8 +352,9 @@ impl Runtime {
         let desc = desc.desc();
         desc.problem([a_len, b_len, c_len]).map_err(desc_error)?;
         let ops = operands(["a", "b", "out"], [(a, a_len), (b, b_len), (c, c_len)]);
-        self.launch(py, "gemm", ops, stream, |s, a, b, c| {
-            self.tuned.gemm_ex(s, &desc, a, b, c)
+        // SAFETY: as the note above this `impl` says.
+        self.launch(py, "gemm", ops, || unsafe {
+            self.tuned.gemm_raw(stream, &desc, a, b, c)
         })
     }
 
@@ -417,8 +375,9 @@ impl Runtime {
         let desc = desc.desc();
         desc.problem([a_len, x_len, y_len]).map_err(desc_error)?;
         let ops = operands(["a", "x", "out"], [(a, a_len), (x, x_len), (y, y_len)]);
-        self.launch(py, "gemv", ops, stream, |s, a, x, y| {
-            self.tuned.gemv_ex(s, &desc, a, x, y)
+        // SAFETY: as the note above this `impl` says.
+        self.launch(py, "gemv", ops, || unsafe {
+            self.tuned.gemv_raw(stream, &desc, a, x, y)
         })
     }
 

@@ -1,6 +1,9 @@
 """Fixtures shared by the tests: arrays that describe themselves like CUDA arrays without any
 GPU behind them, and a runtime stand-in that records what would have been launched."""
 
+import sys
+import types
+
 import numpy as np
 import pytest
 
@@ -15,12 +18,18 @@ class FakeCuda:
 
     _next = 1 << 32
 
+    @staticmethod
+    def new_ptr():
+        """An address of its own: each fake 1 GiB of address space, 256-byte aligned, so
+        fakes never overlap."""
+        ptr = FakeCuda._next
+        FakeCuda._next += 1 << 30
+        return ptr
+
     def __init__(self, shape, strides=None, ptr=None, typestr="<f4", stream=None,
                  version=3, readonly=False, itemsize=4):
         if ptr is None:
-            # Each fake its own 1 GiB of address space, 256-byte aligned: never overlapping.
-            ptr = FakeCuda._next
-            FakeCuda._next += 1 << 30
+            ptr = FakeCuda.new_ptr()
         cai = {
             "version": version,
             "shape": tuple(shape),
@@ -49,6 +58,78 @@ class FakeDLPack:
     def __dlpack__(self, stream=None):
         self.streams.append(stream)
         return self.arr.__dlpack__()
+
+
+class FakeTensor:
+    """Stands in for a ``torch.Tensor`` on a GPU (no memory behind it): what autotune reads of
+    a tensor (``dtype``, ``is_cuda``, ``layout``, ``get_device()``, ``data_ptr()``, ``shape``,
+    ``stride()``) and ``t()``. ``strides`` in elements (``None``: C-contiguous); ``device``:
+    the CUDA ordinal, or ``None`` for a CPU tensor."""
+
+    def __init__(self, torch, shape, strides=None, ptr=None, dtype=None, device=0,
+                 layout=None):
+        if strides is None:
+            strides, step = [], 1
+            for d in reversed(shape):
+                strides.insert(0, step)
+                step *= max(d, 1)
+        self._torch = torch
+        self.shape = tuple(shape)
+        self._strides = tuple(strides)
+        self._ptr = FakeCuda.new_ptr() if ptr is None else ptr
+        self.dtype = torch.float32 if dtype is None else dtype
+        self.layout = torch.strided if layout is None else layout
+        self._device = device
+        self.is_cuda = device is not None
+        self.device = "cuda:%d" % device if device is not None else "cpu"
+
+    def data_ptr(self):
+        return self._ptr
+
+    def stride(self):
+        return self._strides
+
+    def get_device(self):
+        return -1 if self._device is None else self._device
+
+    def t(self):
+        return FakeTensor(self._torch, self.shape[::-1], self._strides[::-1], self._ptr,
+                          self.dtype, self._device, self.layout)
+
+
+# Read as PyTorch's: autotune tells libraries apart by the type's module.
+FakeTensor.__module__ = "torch"
+
+
+def fake_torch_module():
+    """A module that passes for ``torch`` as far as autotune looks: ``Tensor`` (FakeTensor),
+    dtypes and layouts, ``empty``, and the current stream of each device
+    (``_C._cuda_getCurrentRawStream``; ``streams[device]`` sets it, 0 by default)."""
+    t = types.ModuleType("torch")
+    t.float32, t.float64 = types.SimpleNamespace(name="torch.float32"), "torch.float64"
+    t.strided, t.sparse_coo = "torch.strided", "torch.sparse_coo"
+    t.Tensor = FakeTensor
+    t.streams = {}
+    t._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: t.streams.get(d, 0))
+    t.tensor = lambda *shape, **kw: FakeTensor(t, shape, **kw)
+
+    def empty(shape, dtype=None, device=None):
+        assert dtype is t.float32
+        return FakeTensor(t, shape, device=int(str(device).split(":")[1]))
+
+    t.empty = empty
+    return t
+
+
+def install_fake_torch(monkeypatch):
+    """Makes :func:`fake_torch_module` the ``torch`` autotune sees, for one test."""
+    from autotune import _arrays
+
+    t = fake_torch_module()
+    monkeypatch.setitem(sys.modules, "torch", t)
+    monkeypatch.setattr(_arrays, "_torch_state", {"module": None})
+    monkeypatch.setattr(_arrays, "_KIND", {})
+    return t
 
 
 class Recorder:
@@ -91,6 +172,11 @@ def tuned(recorder):
 @pytest.fixture
 def fake():
     return FakeCuda
+
+
+@pytest.fixture
+def fake_torch(monkeypatch):
+    return install_fake_torch(monkeypatch)
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ there is no GPU or no PyTorch.
 
 ``AUTOTUNE_PY_REPORT=file.json`` keeps every measurement (scripts/python-gpu.sh makes its table
 from it); ``AUTOTUNE_RUST_OVERHEAD=exe`` is the Rust per-call benchmark
-(python/examples/overhead.rs) the overhead test runs beside Python's.
+(examples/call_overhead.rs, .gpu/call_overhead) the overhead test runs beside Python's.
 """
 
 import json
@@ -15,13 +15,13 @@ import os
 import re
 import statistics
 import subprocess
-import time
 import zlib
 from pathlib import Path
 
 import pytest
 
 import autotune
+from overhead_bench import per_call_us
 
 try:
     import torch
@@ -182,6 +182,7 @@ def test_runs_on_the_current_stream(tuned):
     a = torch.ones(512, 512, device="cuda")
     b = torch.ones(512, 512, device="cuda")
     s = torch.cuda.Stream()
+    tuned.gemm(a, b)  # the layout's plan cached on the default stream: the stream is not
     torch.cuda.synchronize()
     with torch.cuda.stream(s):
         torch.cuda._sleep(50_000_000)  # tens of ms on this stream first
@@ -234,17 +235,7 @@ def test_explain_names_a_rule(tuned):
 def _host_us_per_call(fn, calls=200, reps=30):
     """Median host time per call of ``calls`` back-to-back calls (synchronised between runs,
     never inside, so the GPU's time stays out while the queue has room)."""
-    for _ in range(50):
-        fn()
-    torch.cuda.synchronize()
-    per = []
-    for _ in range(reps):
-        t0 = time.perf_counter()
-        for _ in range(calls):
-            fn()
-        per.append((time.perf_counter() - t0) / calls * 1e6)
-        torch.cuda.synchronize()
-    return statistics.median(per)
+    return per_call_us(fn, calls, reps, warmup=50, sync=torch.cuda.synchronize)
 
 
 def test_per_call_overhead_against_rust(tuned):
@@ -253,14 +244,29 @@ def test_per_call_overhead_against_rust(tuned):
     c = torch.empty(m, n, device="cuda")
     py_us = _host_us_per_call(lambda: tuned.gemm(a, b, out=c))
     mm_us = _host_us_per_call(lambda: torch.mm(a, b, out=c))
-    rust_us = None
+    # The layer call x @ w.t() (NT) and gemv, Python only (the Rust benchmark is NN gemm).
+    wt = torch.randn(n, k, device="cuda").t()
+    x, y = torch.randn(k, device="cuda"), torch.empty(m, device="cuda")
+    nt_us = _host_us_per_call(lambda: tuned.gemm(a, wt, out=c))
+    nt_mm_us = _host_us_per_call(lambda: torch.mm(a, wt, out=c))
+    gemv_us = _host_us_per_call(lambda: tuned.gemv(a, x, out=y))
+    mv_us = _host_us_per_call(lambda: torch.mv(a, x, out=y))
+    rust_us = rust_raw_us = None
     exe = os.environ.get("AUTOTUNE_RUST_OVERHEAD")
     if exe:
         r = subprocess.run([exe, str(m), str(n), str(k), "200", "30"], capture_output=True,
                            text=True, check=True)
-        rust_us = json.loads(r.stdout.strip().splitlines()[-1])["us_per_call"]
+        got = json.loads(r.stdout.strip().splitlines()[-1])
+        # gemm_ex (a Rust product's call), and gemm_raw (the extension's, less its checks).
+        rust_us, rust_raw_us = got["us_per_call"], got.get("raw_us_per_call")
     REPORT.append(dict(kind="overhead", shape="%dx%dx%d" % (m, n, k), python_us=py_us,
-                       rust_us=rust_us, torch_mm_us=mm_us))
-    print("per call: python %.2f us, rust %s us, torch.mm %.2f us" % (py_us, rust_us, mm_us))
+                       rust_us=rust_us, rust_raw_us=rust_raw_us, torch_mm_us=mm_us))
+    REPORT.append(dict(kind="overhead", shape="%dx%dx%d:nt" % (m, n, k), python_us=nt_us,
+                       rust_us=None, torch_mm_us=nt_mm_us))
+    REPORT.append(dict(kind="overhead", shape="gemv %dx%d" % (m, k), python_us=gemv_us,
+                       rust_us=None, torch_mm_us=mv_us))
+    print("per call: python %.2f us, rust %s us (gemm_raw %s us), torch.mm %.2f us; NT %.2f us "
+          "(torch.mm %.2f), gemv %.2f us (torch.mv %.2f)"
+          % (py_us, rust_us, rust_raw_us, mm_us, nt_us, nt_mm_us, gemv_us, mv_us))
     # A sanity bound, not the target (<= 3 us over Rust): the table reports that.
     assert py_us < 100

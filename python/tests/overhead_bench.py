@@ -1,0 +1,121 @@
+"""The Python side of a call's cost, without a GPU: ``Tuned.gemm`` / ``Tuned.gemv`` on arrays
+that only describe themselves, with a runtime whose launch does nothing, so what is timed is
+reading the arrays, planning (or the plan cache) and the checks, up to the extension's call.
+
+    PYTHONPATH=python python python/tests/overhead_bench.py [--calls 2000] [--reps 15] [--json]
+
+Cases: gemm 64x64x64 NN, the layer call ``x @ w.t()`` (NT, 64x64x64), gemv 64x64; each with
+``out=`` given, on PyTorch tensors and on ``__cuda_array_interface__`` arrays (conftest's
+FakeCuda). The tensors are real CUDA tensors where PyTorch and a GPU are here, else conftest's
+FakeTensor under a stand-in ``torch`` module (its accessors are Python methods, roughly as
+cheap as PyTorch's). Prints the median microseconds per call of ``--reps`` runs of
+``--calls`` calls (not pytest: nothing here is collected as a test).
+"""
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from conftest import FakeCuda, fake_torch_module  # noqa: E402
+
+
+class NullRuntime:
+    """The extension's Runtime with launches that do nothing."""
+
+    device = 0
+    device_name = "no GPU (benchmark)"
+    arch = "sm_90"
+
+    def gemm(self, *args):
+        pass
+
+    def gemv(self, *args):
+        pass
+
+
+def _torch():
+    """Real PyTorch on a GPU, else the stand-in module (installed as ``torch``)."""
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return torch, "torch (CUDA tensors)"
+    except ImportError:
+        pass
+    t = fake_torch_module()
+    sys.modules["torch"] = t
+    return t, "stand-in torch (conftest.FakeTensor)"
+
+
+def cases(torch, real):
+    """``(name, fn)`` for each timed call."""
+    import autotune
+
+    tuned = autotune.Tuned._with_runtime(NullRuntime())
+    if real:
+        def new(*shape):
+            return torch.zeros(*shape, device="cuda")
+    else:
+        def new(*shape):
+            return torch.tensor(*shape)
+    a, b, c = new(64, 64), new(64, 64), new(64, 64)
+    wt = new(64, 64).t()  # made once: w.t() costs the same beside torch.mm
+    x, y = new(64), new(64)
+    fa, fb, fc = FakeCuda((64, 64)), FakeCuda((64, 64)), FakeCuda((64, 64))
+    fwt = FakeCuda((64, 64), strides=(1, 64))
+    fx, fy = FakeCuda((64,)), FakeCuda((64,))
+    return [
+        ("gemm 64x64x64 NN, torch", lambda: tuned.gemm(a, b, out=c)),
+        ("gemm x @ w.t() NT, torch", lambda: tuned.gemm(a, wt, out=c)),
+        ("gemv 64x64, torch", lambda: tuned.gemv(a, x, out=y)),
+        ("gemm 64x64x64 NN, CAI", lambda: tuned.gemm(fa, fb, out=fc)),
+        ("gemm x @ w.t() NT, CAI", lambda: tuned.gemm(fa, fwt, out=fc)),
+        ("gemv 64x64, CAI", lambda: tuned.gemv(fa, fx, out=fy)),
+    ]
+
+
+def per_call_us(fn, calls, reps, warmup=200, sync=None):
+    """Median host microseconds per call of ``reps`` runs of ``calls`` back-to-back calls of
+    ``fn``, after ``warmup`` calls; ``sync`` (e.g. ``torch.cuda.synchronize``) runs after the
+    warm-up and after each run, never inside one, so a GPU's time stays out while its queue
+    has room."""
+    for _ in range(warmup):
+        fn()
+    if sync:
+        sync()
+    runs = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        runs.append((time.perf_counter() - t0) / calls * 1e6)
+        if sync:
+            sync()
+    return statistics.median(runs)
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--calls", type=int, default=2000)
+    p.add_argument("--reps", type=int, default=15)
+    p.add_argument("--json", action="store_true", help="one JSON line instead of a table")
+    args = p.parse_args()
+    torch, what = _torch()
+    real = what.startswith("torch ")
+    rows = [(name, per_call_us(fn, args.calls, args.reps)) for name, fn in cases(torch, real)]
+    if args.json:
+        print(json.dumps({"tensors": what, "us_per_call": dict(rows)}))
+        return
+    print("Python per call, launch mocked (%s; median of %d x %d calls, %s)"
+          % (what, args.reps, args.calls, sys.version.split()[0]))
+    for name, us in rows:
+        print("  %-28s %7.2f us" % (name, us))
+
+
+if __name__ == "__main__":
+    main()
