@@ -4,9 +4,9 @@
 //
 // With the CUDA toolkit at hand (cuda_runtime.h, as CMake's CUDA::cudart gives it: see
 // CMakeLists.txt here), it allocates the buffers and runs the call on a stream; without it,
-// it only asks autotune_explain_sgemm. CI builds the second form:
-//   c++ -std=c++17 -Wall -Werror -I capi/include examples/cpp/sgemm.cpp
-//       -L target/release -lautotune -o sgemm-cpp
+// it only asks autotune_explain_sgemm. CI builds the second form with CMake
+// (scripts/capi-test.sh), as docs/shipping.md tells a product to:
+//   cmake -S examples/cpp -B build -DAUTOTUNE_ROOT=$PWD && cmake --build build
 // Exit status 0 when the call ran (or there is no GPU: it says so), 1 on an error.
 #include "autotune.h"
 
