@@ -107,6 +107,13 @@ def _gemm_lens(plan, out_len):
     return plan.a.extent(), plan.b.extent(), out_len
 
 
+def _trust(v0, v1, vc):
+    """The extension's ``trusted=`` mask of views in the runtime's order (A, B or x, out):
+    bit ``i`` where view ``i`` is :attr:`~autotune._arrays.View.trusted` (a PyTorch tensor;
+    the driver checks the others)."""
+    return v0.trusted | v1.trusted << 1 | vc.trusted << 2
+
+
 def _packed_len(shape):
     n = 1
     for d in shape:
@@ -132,10 +139,16 @@ def check_gemv(a, x, out=None, trans=False, alpha=1.0, beta=0.0, stream=None):
 
 # The plan cache (Tuned._cached): a call's key is its op, its flags and scalars, and each
 # operand's sig (_arrays.quick); the entry, (desc, swapped, len0, len1, out_len, out_shape,
-# like), is what the full path (_gemm_plan, _gemv_plan) made of the first call with that key:
-# the descriptor, whether the runtime's A is b, the extents in the runtime's operand order,
-# and which operand out=None allocates like (0: a, 1: b or x). The checks left to each call
-# are those of addresses, devices and streams.
+# like, trusted), is what the full path (_gemm_plan, _gemv_plan) made of the first call with
+# that key: the descriptor, whether the runtime's A is b, the extents in the runtime's operand
+# order, which operand out=None allocates like (0: a, 1: b or x), and the runtime's trusted=
+# mask (_trust). The checks left to each call are those of addresses, devices and streams.
+#
+# The mask is kept, not read again: a view is trusted for its exact type alone (a torch
+# tensor's, which a sig holds first) once quick() has read it as a CUDA float32 strided tensor,
+# as it does on every hit, and out=None allocates with the same library each time; so every
+# call of one key gets the mask its first call got, and an array that is no PyTorch tensor
+# (another type, another sig, another key) never gets a trusted bit.
 
 # Flags and scalars of these types key the cache (a tensor as alpha would, by identity alone).
 _KEYABLE = frozenset((bool, int, float))
@@ -262,9 +275,11 @@ class Tuned:
             out, ov = self._allocate(like, plan.a, plan.b, plan.out_shape)
         else:
             c_len = ov.extent()
+        trust = _trust(plan.a, plan.b, ov)
         self._remember(got.key, (plan.desc, plan.swapped, a_len, b_len, c_len, plan.out_shape,
-                                 like))
-        self._rt.gemm(plan.desc, plan.a.ptr, a_len, plan.b.ptr, b_len, ov.ptr, c_len, handle)
+                                 like, trust))
+        self._rt.gemm(plan.desc, plan.a.ptr, a_len, plan.b.ptr, b_len, ov.ptr, c_len, handle,
+                      trusted=trust)
         return out
 
     def gemv(self, a, x, out=None, trans=False, alpha=1.0, beta=0.0, stream=None):
@@ -288,8 +303,11 @@ class Tuned:
             out, ov = self._allocate(like, av, xv, plan.out_shape)
         else:
             y_len = ov.extent()
-        self._remember(got.key, (plan.desc, False, a_len, x_len, y_len, plan.out_shape, like))
-        self._rt.gemv(plan.desc, av.ptr, a_len, xv.ptr, x_len, ov.ptr, y_len, handle)
+        trust = _trust(av, xv, ov)
+        self._remember(got.key, (plan.desc, False, a_len, x_len, y_len, plan.out_shape, like,
+                                 trust))
+        self._rt.gemv(plan.desc, av.ptr, a_len, xv.ptr, x_len, ov.ptr, y_len, handle,
+                      trusted=trust)
         return out
 
     @staticmethod
@@ -362,7 +380,7 @@ class Tuned:
                 handle = _arrays.stream_handle(stream)
             except (TypeError, ValueError):
                 return _UNCACHED
-        desc, swapped, l0, l1, lc, out_shape, like = entry
+        desc, swapped, l0, l1, lc, out_shape, like, trust = entry
         p0, p1 = (rb[1], ra[1]) if swapped else (ra[1], rb[1])
         if p0 & 15 or p1 & 15:
             return _UNCACHED
@@ -375,7 +393,7 @@ class Tuned:
             end = pc + 4 * lc
             if pc & 15 or (p0 < end and pc < p0 + 4 * l0) or (p1 < end and pc < p1 + 4 * l1):
                 return _UNCACHED
-        getattr(self._rt, op)(desc, p0, l0, p1, l1, pc, lc, handle)
+        getattr(self._rt, op)(desc, p0, l0, p1, l1, pc, lc, handle, trusted=trust)
         return out
 
     def explain(self, op, a, b, out=None, trans_a=False, trans_b=False, trans=False,

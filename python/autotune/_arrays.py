@@ -11,7 +11,8 @@ Three ways in, tried in this order:
    the call launches on.
 
 Nothing here touches a GPU: a fake ``__cuda_array_interface__`` is read like a real one. The
-driver checks the pointers later, in the extension, before anything is launched.
+driver checks the pointers later, in the extension, before anything is launched: all but
+those of :attr:`View.trusted` views, which only the PyTorch reader makes.
 
 :func:`view` reads an array in full and says what is wrong with it; :func:`quick` is the call
 path's first try, for the arrays a plan cache can key (torch tensors, CAI arrays): a few
@@ -38,9 +39,14 @@ class View:
     array says nothing; ``lib``: ``"torch"``, ``"cupy"``, ``"jax"`` or ``None``, for allocating
     an output like it; ``readonly``: whether the producer forbids writes; ``obj``: the array;
     ``keep``: what must stay alive for the call (a DLPack capsule).
+
+    ``trusted``: whether the extension may launch on ``ptr`` without asking the driver about
+    it (the ``trusted=`` mask of ``Runtime.gemm``). False unless the PyTorch reader set it:
+    no constructor argument sets it, so a view made anywhere else is checked by the driver.
     """
 
-    __slots__ = ("ptr", "shape", "strides", "device", "stream", "lib", "readonly", "obj", "keep")
+    __slots__ = ("ptr", "shape", "strides", "device", "stream", "lib", "readonly", "obj", "keep",
+                 "trusted")
 
     def __init__(self, ptr, shape, strides, device=None, stream=None, lib=None, readonly=False,
                  obj=None, keep=None):
@@ -53,6 +59,7 @@ class View:
         self.readonly = readonly
         self.obj = obj
         self.keep = keep
+        self.trusted = False
 
     def extent(self):
         """Elements from the first to one past the last one the array can reach (0 if empty)."""
@@ -112,6 +119,11 @@ def _torch():
             _torch_state["module"] = t
             _torch_state["float32"] = t.float32
             _torch_state["strided"] = t.strided
+            # The tensor types whose views the extension trusts (_from_torch): PyTorch's own,
+            # never a subclass, which could override data_ptr(), shape or stride().
+            nn = getattr(t, "nn", None)
+            _torch_state["trusted"] = frozenset(
+                c for c in (t.Tensor, getattr(nn, "Parameter", None)) if isinstance(c, type))
             raw = getattr(t._C, "_cuda_getCurrentRawStream", None)
             _torch_state["raw_stream"] = raw if raw is not None else (
                 lambda d: t.cuda.current_stream(d).cuda_stream)
@@ -159,8 +171,14 @@ def _from_torch(t, obj, name):
         raise TypeError("%s is a %s tensor; autotune takes dense (strided) tensors: pass "
                         "%s.to_dense()" % (name, obj.layout, name))
     device = obj.get_device()
-    return View(obj.data_ptr(), tuple(obj.shape), tuple(obj.stride()), device,
-                st["raw_stream"](device), "torch", False, obj)
+    v = View(obj.data_ptr(), tuple(obj.shape), tuple(obj.stride()), device,
+             st["raw_stream"](device), "torch", False, obj)
+    # Trusted (the extension skips the driver's pointer check): a CUDA float32 strided tensor
+    # of PyTorch's own type, whose storage is device memory of GPU ``device`` that PyTorch
+    # bounds this view by, as torch.mm on it relies on. The caller (Tuned) refuses a device
+    # other than its own before launching, so the GPU is the runtime's too.
+    v.trusted = type(obj) in st["trusted"]
+    return v
 
 
 def _from_cai(cai, obj, name):

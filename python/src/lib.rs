@@ -7,10 +7,23 @@
 //! 1. the descriptor against the extents the Python side measured ([`GemmDesc::problem`],
 //!    [`GemvDesc::problem`]): dimensions, leading dimensions, batch strides, overlapping
 //!    outputs. Pure: no device is touched, and [`check_gemm`] / [`check_gemv`] run it alone;
-//! 2. each pointer against the driver's record of its allocation: device memory, on this
-//!    runtime's GPU, with the operand's whole extent inside the allocation;
+//! 2. each pointer not marked trusted, against the driver's record of its allocation (one
+//!    `cuPointerGetAttributes` per operand): device memory, on this runtime's GPU, with the
+//!    operand's whole extent inside the allocation. Every operand read through
+//!    `__cuda_array_interface__` or DLPack (CuPy, JAX, Numba, a fake) is checked so;
 //! 3. then the runtime resolves the problem (lookup, compile on first use) and launches on the
 //!    caller's stream.
+//!
+//! Trusted operands: `gemm` and `gemv` take `trusted=` (keyword only, a mask, bit `i` for
+//! operand `i` in the runtime's order: A, B or x, the output; 0 unless named), and skip step 2
+//! for the operands it marks. The Python side sets a bit only in its PyTorch reader, for a
+//! CUDA float32 tensor of exactly `torch.Tensor` or `torch.nn.Parameter` (a subclass may
+//! override `data_ptr()`) whose GPU it has checked is this runtime's: the tensor's storage is
+//! device memory of that GPU and PyTorch bounds every view it makes by it, which is what its
+//! own kernels rely on (`torch.mm` on the same tensor reads the same memory unchecked; a
+//! tensor wrapping another library's memory is trusted as far as PyTorch trusts that
+//! library's description). A call on three tensors so makes no driver call before
+//! [`Tuned::gemm_raw`].
 //!
 //! Argument errors are `ValueError`; failures of CUDA, the driver, NVRTC or a launch are
 //! `autotune.Error` (a `RuntimeError`). A panic below (cudarc panics when a CUDA library cannot
@@ -154,21 +167,38 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     })
 }
 
-/// One operand as the caller passed it: its name in messages, its first element's address and
-/// how many `f32` elements from there the call may touch.
+/// The `trusted` mask that vouches for all three operands (bit 0: the runtime's A, bit 1: B
+/// or x, bit 2: the output); any other bit is refused.
+const TRUSTED_ALL: u8 = 0b111;
+
+/// One operand as the caller passed it: its name in messages, its first element's address, how
+/// many `f32` elements from there the call may touch, and whether the caller vouches for it
+/// (then the driver is not asked about it).
 struct Operand {
     name: &'static str,
     ptr: u64,
     len: usize,
+    trusted: bool,
 }
 
-/// The three operands of a call, named for messages: `(address, elements)` each.
-fn operands(names: [&'static str; 3], bufs: [(u64, usize); 3]) -> [Operand; 3] {
-    std::array::from_fn(|i| Operand {
+/// The three operands of a call, named for messages: `(address, elements)` each, operand `i`
+/// trusted where bit `i` of `trusted` is set. ValueError for bits past [`TRUSTED_ALL`].
+fn operands(
+    names: [&'static str; 3],
+    bufs: [(u64, usize); 3],
+    trusted: u8,
+) -> PyResult<[Operand; 3]> {
+    if trusted & !TRUSTED_ALL != 0 {
+        return Err(PyValueError::new_err(format!(
+            "trusted = {trusted:#b}: a mask of the three operands (bits 0 to 2)"
+        )));
+    }
+    Ok(std::array::from_fn(|i| Operand {
         name: names[i],
         ptr: bufs[i].0,
         len: bufs[i].1,
-    })
+        trusted: trusted & (1 << i) != 0,
+    }))
 }
 
 /// Checks with the driver that `op` lies in device memory of GPU `ordinal`, whole.
@@ -233,8 +263,18 @@ struct Runtime {
 }
 
 impl Runtime {
-    /// With the GIL released: checks each operand's pointer with the driver, then runs `f`
-    /// (the runtime's raw call on them, [`Tuned::gemm_raw`] or [`Tuned::gemv_raw`]).
+    /// With the GIL released: checks with the driver each operand not marked trusted, then
+    /// runs `f` (the runtime's raw call on them, [`Tuned::gemm_raw`] or [`Tuned::gemv_raw`]).
+    ///
+    /// The GIL stays released for the whole call, short as a warm call is (releasing and
+    /// taking it back costs about 0.04 us while no other Python thread runs): a first call
+    /// compiles (NVRTC) or tunes (`online=`), a launch waits while the stream's queue is full,
+    /// and PyTorch's own ops release it too.
+    ///
+    /// The context is made current here only for the pointer checks: cudarc's bind is one
+    /// `cuCtxGetCurrent` (`cuCtxSetCurrent` only when another context is current), and the
+    /// runtime's launches (cudarc's `launch`, the cuBLAS path's `bind`) bind it themselves, as
+    /// the C ABI's calls of `gemm_raw` rely on; so a call of three trusted operands skips it.
     fn launch(
         &self,
         py: Python<'_>,
@@ -244,11 +284,13 @@ impl Runtime {
     ) -> PyResult<()> {
         py.detach(|| {
             guarded(what, || {
-                self.ctx
-                    .bind_to_thread()
-                    .map_err(|e| Error::new_err(format!("{what}: binding the context: {e:?}")))?;
-                for op in &ops {
-                    check_pointer(self.ordinal, op)?;
+                if ops.iter().any(|op| !op.trusted) {
+                    self.ctx.bind_to_thread().map_err(|e| {
+                        Error::new_err(format!("{what}: binding the context: {e:?}"))
+                    })?;
+                    for op in ops.iter().filter(|op| !op.trusted) {
+                        check_pointer(self.ordinal, op)?;
+                    }
                 }
                 f().map_err(runtime_error)
             })
@@ -256,12 +298,15 @@ impl Runtime {
     }
 }
 
-// SAFETY (each `gemm_raw` / `gemv_raw` below): `launch` has just checked that each pointer is
-// device memory of this GPU holding the operand's whole extent, which the descriptor was
-// checked against (`problem`), so it holds `desc.lens()` floats; the Python caller keeps the
-// arrays alive for the call and their owners order later work on the stream; the stream is
-// the caller's (0, 2, or a stream of this GPU's primary context, the one `ctx` retains and
-// PyTorch, CuPy and JAX use), the runtime being built on `Tuned::raw_context`.
+// SAFETY (each `gemm_raw` / `gemv_raw` below): `launch` has just checked that each pointer
+// not marked trusted is device memory of this GPU holding the operand's whole extent, which
+// the descriptor was checked against (`problem`), so it holds `desc.lens()` floats; a trusted
+// pointer is a PyTorch CUDA tensor's `data_ptr()` on this GPU (the Python side checked its
+// device) whose storage holds its extent, as PyTorch guarantees for the views it makes and
+// its own kernels rely on (the module's note); the Python caller keeps the arrays alive for
+// the call and their owners order later work on the stream; the stream is the caller's (0, 2,
+// or a stream of this GPU's primary context, the one `ctx` retains and PyTorch, CuPy and JAX
+// use), the runtime being built on `Tuned::raw_context`.
 
 #[pymethods]
 impl Runtime {
@@ -336,6 +381,11 @@ impl Runtime {
 
     /// `C = alpha op(A) op(B) + beta C` ([`GemmArgs`], row-major as `GemmDesc`) on `stream`,
     /// with A, B and C at `a`, `b`, `c` holding `a_len`, `b_len`, `c_len` floats.
+    ///
+    /// `trusted` (keyword only; 0, none, unless named): bit 0 vouches for A, bit 1 for B, bit
+    /// 2 for C, whose pointers the driver is then not asked about (the module's note says
+    /// when the Python side sets a bit: for a PyTorch tensor alone).
+    #[pyo3(signature = (desc, a, a_len, b, b_len, c, c_len, stream, *, trusted=0))]
     #[allow(clippy::too_many_arguments)]
     fn gemm(
         &self,
@@ -348,17 +398,24 @@ impl Runtime {
         c: u64,
         c_len: usize,
         stream: usize,
+        trusted: u8,
     ) -> PyResult<()> {
         let desc = desc.desc();
         desc.problem([a_len, b_len, c_len]).map_err(desc_error)?;
-        let ops = operands(["a", "b", "out"], [(a, a_len), (b, b_len), (c, c_len)]);
+        let ops = operands(
+            ["a", "b", "out"],
+            [(a, a_len), (b, b_len), (c, c_len)],
+            trusted,
+        )?;
         // SAFETY: as the note above this `impl` says.
         self.launch(py, "gemm", ops, || unsafe {
             self.tuned.gemm_raw(stream, &desc, a, b, c)
         })
     }
 
-    /// `y = alpha op(A) x + beta y` ([`GemvArgs`], as `GemvDesc`) on `stream`.
+    /// `y = alpha op(A) x + beta y` ([`GemvArgs`], as `GemvDesc`) on `stream`; `trusted` as
+    /// [`Runtime::gemm`]'s (bit 1: x, bit 2: y).
+    #[pyo3(signature = (desc, a, a_len, x, x_len, y, y_len, stream, *, trusted=0))]
     #[allow(clippy::too_many_arguments)]
     fn gemv(
         &self,
@@ -371,10 +428,15 @@ impl Runtime {
         y: u64,
         y_len: usize,
         stream: usize,
+        trusted: u8,
     ) -> PyResult<()> {
         let desc = desc.desc();
         desc.problem([a_len, x_len, y_len]).map_err(desc_error)?;
-        let ops = operands(["a", "x", "out"], [(a, a_len), (x, x_len), (y, y_len)]);
+        let ops = operands(
+            ["a", "x", "out"],
+            [(a, a_len), (x, x_len), (y, y_len)],
+            trusted,
+        )?;
         // SAFETY: as the note above this `impl` says.
         self.launch(py, "gemv", ops, || unsafe {
             self.tuned.gemv_raw(stream, &desc, a, x, y)

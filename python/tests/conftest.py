@@ -97,18 +97,25 @@ class FakeTensor:
                           self.dtype, self._device, self.layout)
 
 
+class FakeParameter(FakeTensor):
+    """Stands in for ``torch.nn.Parameter``: PyTorch's own subclass of its tensor."""
+
+
 # Read as PyTorch's: autotune tells libraries apart by the type's module.
 FakeTensor.__module__ = "torch"
+FakeParameter.__module__ = "torch.nn.parameter"
 
 
 def fake_torch_module():
     """A module that passes for ``torch`` as far as autotune looks: ``Tensor`` (FakeTensor),
-    dtypes and layouts, ``empty``, and the current stream of each device
-    (``_C._cuda_getCurrentRawStream``; ``streams[device]`` sets it, 0 by default)."""
+    ``nn.Parameter`` (FakeParameter), dtypes and layouts, ``empty``, and the current stream of
+    each device (``_C._cuda_getCurrentRawStream``; ``streams[device]`` sets it, 0 by
+    default)."""
     t = types.ModuleType("torch")
     t.float32, t.float64 = types.SimpleNamespace(name="torch.float32"), "torch.float64"
     t.strided, t.sparse_coo = "torch.strided", "torch.sparse_coo"
     t.Tensor = FakeTensor
+    t.nn = types.SimpleNamespace(Parameter=FakeParameter)
     t.streams = {}
     t._C = types.SimpleNamespace(_cuda_getCurrentRawStream=lambda d: t.streams.get(d, 0))
     t.tensor = lambda *shape, **kw: FakeTensor(t, shape, **kw)
@@ -133,7 +140,10 @@ def install_fake_torch(monkeypatch):
 
 
 class Recorder:
-    """Stands in for the extension's Runtime: records each launch instead of making it."""
+    """Stands in for the extension's Runtime: records each launch instead of making it, its
+    positional arguments in ``calls`` and its ``trusted=`` mask (the operands the extension
+    would not ask the driver about; 0 when not passed, as the extension defaults) in
+    ``trusted``."""
 
     device = 0
     device_name = "Fake GPU"
@@ -141,12 +151,15 @@ class Recorder:
 
     def __init__(self):
         self.calls = []
+        self.trusted = []
 
-    def gemm(self, *args):
+    def gemm(self, *args, trusted=0):
         self.calls.append(("gemm", args))
+        self.trusted.append(trusted)
 
-    def gemv(self, *args):
+    def gemv(self, *args, trusted=0):
         self.calls.append(("gemv", args))
+        self.trusted.append(trusted)
 
     def explain_gemm(self, desc):
         self.calls.append(("explain_gemm", desc))

@@ -31,10 +31,10 @@ class NullRuntime:
     device_name = "no GPU (benchmark)"
     arch = "sm_90"
 
-    def gemm(self, *args):
+    def gemm(self, *args, trusted=0):
         pass
 
-    def gemv(self, *args):
+    def gemv(self, *args, trusted=0):
         pass
 
 

@@ -19,13 +19,14 @@ def fresh():
 
 
 def outcome(fn):
-    """What a call did: the launch it recorded, or the exception's type and message."""
+    """What a call did: the launch it recorded (with its trusted= mask), or the exception's
+    type and message."""
     tuned, rec = fresh()
     try:
         fn(tuned)
     except Exception as e:  # noqa: BLE001 - the type is what is compared
         return ("raised", type(e), str(e))
-    return ("launched", rec.calls)
+    return ("launched", rec.calls, rec.trusted)
 
 
 def test_a_repeated_call_is_not_planned_again(tuned, recorder, monkeypatch):
@@ -188,10 +189,11 @@ def test_a_warm_cache_changes_no_outcome(monkeypatch):
     warm_planned = 0
     for i, call in enumerate(calls):
         rec.calls.clear()
+        rec.trusted.clear()
         before = len(planned)
         try:
             call(warm)
-            got = ("launched", list(rec.calls))
+            got = ("launched", list(rec.calls), list(rec.trusted))
         except Exception as e:  # noqa: BLE001
             got = ("raised", type(e), str(e))
         warm_planned += len(planned) - before

@@ -213,6 +213,15 @@ def test_the_driver_refuses_bad_pointers(tuned):
     x = torch.zeros(64, 64, device="cuda")
     with pytest.raises(ValueError, match="not CUDA device memory"):
         tuned.gemm(Fake(host.data_ptr(), (64, 64)), x, out=torch.empty_like(x))
+    # Beside tensors (trusted: not asked about), each other operand is still checked, in any
+    # position, and twice (the second call is made from the plan cache).
+    for _ in range(2):
+        with pytest.raises(ValueError, match="^b: .* not CUDA device memory"):
+            tuned.gemm(x, Fake(host.data_ptr(), (64, 64)), out=torch.empty_like(x))
+        with pytest.raises(ValueError, match="^out: .* not CUDA device memory"):
+            tuned.gemm(x, x, out=Fake(host.data_ptr(), (64, 64)))
+        with pytest.raises(ValueError, match="^x: .* not CUDA device memory"):
+            tuned.gemv(x, Fake(host.data_ptr(), (64,)), out=torch.empty(64, device="cuda"))
     # The other operands first: allocated after `small`, they could lie inside the range the
     # fake claims, and the overlap check (which comes first) would answer instead.
     b = torch.zeros(4096, 8, device="cuda")
