@@ -12,7 +12,7 @@
 //! `1 / (d^2 + EPS)`. cuBLAS is predicted the same way from a roofline estimate
 //! (`max(flops / peak, bytes / bandwidth)` plus a launch). The config with the smallest
 //! predicted time wins; the vendor guard keeps it only if the neighbours' evidence, their
-//! mean plus their spread, predicts it at most [`GUARD_MARGIN`] of cuBLAS's time
+//! mean plus their spread (half of it on a gemm call cuBLAS takes 0.1 ms or more for), predicts it at most [`GUARD_MARGIN`] of cuBLAS's time
 //! ([`Ranking::doubt`]). Shapes whose rows are not multiples of 4 floats (no 16-byte copies)
 //! are interpolated mostly from grid points like them (`ALIGN_WEIGHT`).
 //!
@@ -41,10 +41,11 @@ const ALIGN_WEIGHT: f64 = 1.4;
 /// ([`Ranking::doubt`]), predicts its time at most this fraction of cuBLAS's: a wrong "ours"
 /// costs more than a wrong "cuBLAS" (which is never slower than cuBLAS).
 ///
-/// Chosen with [`GUARD_SPREAD`] by leave-one-out on every grid of the database (gemm: the
+/// Chosen with [`GUARD_SPREAD`], [`GUARD_SPREAD_LONG`] and [`LONG_CALL_MS`] by leave-one-out on
+/// every grid of the database (gemm: the
 /// H100's plain, scaled, NT, TN and TT grids and the H200's plain one, 1314 points with the
 /// tensor-core configs in the H100's portfolios; gemv: 414 points), as the rule with the
-/// highest geometric mean that leaves at most one point in 300 below 0.97x cuBLAS: gemm 1.076x
+/// highest geometric mean that leaves at most one point in 300 below 0.97x cuBLAS: gemm 1.078x
 /// with 4 points below (2 of the H100's plain grid, 1 NT, 1 of the H200's), gemv 1.136x with 1.
 /// The rule before (spread 0.5 for gemm, margin 0.95) reached 1.102x but left 16 gemm points
 /// below 0.97, 8 of them on the NT grid (the layer call, down to 0.728x); spread 0.75 left 8.
@@ -53,14 +54,25 @@ const ALIGN_WEIGHT: f64 = 1.4;
 /// neighbour of eight is enough to veto.
 pub const GUARD_MARGIN: f64 = 0.96;
 /// How many standard deviations of the neighbours' evidence (log space, weighted) the guard
-/// adds to their mean ([`GUARD_MARGIN`], [`guard_spread`]).
+/// adds to their mean ([`GUARD_MARGIN`], [`guard_spread`]) on a short call.
 pub const GUARD_SPREAD: f64 = 1.0;
+/// The same on a long gemm call ([`LONG_CALL_MS`]): chosen with the rest by the leave-one-out rule
+/// above (1.0 throughout gave gemm 1.0760x with the same 4 points below 0.97x; a threshold of
+/// 0.05 ms left 6). Every grid point the guard let through below 0.97x was a call of tens of
+/// microseconds (few rows, K of a few thousand, tiny tiles), where launch overhead and timing
+/// noise scatter the neighbours' residuals; the long calls' times are steady, and the full
+/// spread there only vetoed the tensor-core configs on large problems between grid points.
+pub const GUARD_SPREAD_LONG: f64 = 0.5;
+/// A call whose predicted cuBLAS time is at least this (milliseconds) is long.
+pub const LONG_CALL_MS: f64 = 0.1;
 
-/// How many standard deviations the guard adds for `op`: [`GUARD_SPREAD`] for both ops (chosen
-/// by the same leave-one-out rule on each op's grids; gemv came to it first, gemm once its
-/// grids covered every form).
-pub fn guard_spread(op: Op) -> f64 {
+/// How many standard deviations the guard adds for a call of `op` that cuBLAS is predicted to
+/// take `cublas_ms` for: [`GUARD_SPREAD`], or for a long gemm call [`GUARD_SPREAD_LONG`]. Each
+/// op's by the same leave-one-out rule on its grids: gemv keeps one deviation on long calls
+/// too (at half, 4096x65536 went through at 0.969x: 2 of 414 points below 0.97x, not 1).
+pub fn guard_spread(op: Op, cublas_ms: f64) -> f64 {
     match op {
+        Op::Gemm if cublas_ms >= LONG_CALL_MS => GUARD_SPREAD_LONG,
         Op::Gemm | Op::Gemv => GUARD_SPREAD,
     }
 }
@@ -389,6 +401,7 @@ impl Selector {
         configs.sort_by(|a, b| a.ms.total_cmp(&b.ms).then(a.index.cmp(&b.index)));
         let cublas = interpolate(&|p: &Point| Some(p.cublas_residual))?;
         let roof = roofline_ms(self.op, shape, &self.machine);
+        let cublas_ms = roof * cublas.exp();
         // The guard's doubt: the best config's time over cuBLAS's as each neighbour alone
         // predicts it (weight, log ratio), summarised pessimistically.
         let evidence: Vec<(f64, f64)> = configs
@@ -419,11 +432,11 @@ impl Selector {
                 .map(|e| e.0 * (e.1 - mean).powi(2))
                 .sum::<f64>()
                 / weights;
-            (mean + guard_spread(self.op) * var.sqrt()).exp()
+            (mean + guard_spread(self.op, cublas_ms) * var.sqrt()).exp()
         });
         Some(Ranking {
             configs,
-            cublas_ms: roof * cublas.exp(),
+            cublas_ms,
             nearest,
             doubt: doubt.unwrap_or(f64::INFINITY),
         })
