@@ -9,6 +9,24 @@ fn c(bm: i64) -> Config {
     }
 }
 
+/// A current winner of `family` on `gpu` (its STAGES telling it apart), at `vs` x cuBLAS.
+fn winner(
+    cat: &Catalog,
+    gpu: &str,
+    shape: &str,
+    family: &str,
+    vs: f64,
+    stages: i64,
+) -> crate::db::Entry {
+    crate::db::Entry {
+        family: family.into(),
+        checksum: cat.get(family).unwrap().checksum.clone(),
+        params: [("STAGES".to_string(), stages)].into(),
+        vs_cublas: vs,
+        ..crate::db::fixtures::entry(gpu, Op::Gemm, shape, 1.0)
+    }
+}
+
 #[test]
 fn the_portfolio_starts_with_the_best_all_rounder_then_fills_the_gaps() {
     // Shape 0 is won by 1, shape 1 by 3; 2 is close to the best on shape 0 and better
@@ -159,12 +177,8 @@ fn a_form_is_searched_and_seeded_with_the_families_that_compute_it() {
     // Seeds: current winners of families that compute the form, the form's own first.
     let mut db = crate::db::Database::new();
     let gpu = "NVIDIA Test GPU";
-    let entry = |shape: &str, family: &str, vs: f64, stages: i64| crate::db::Entry {
-        family: family.into(),
-        checksum: cat.get(family).unwrap().checksum.clone(),
-        params: [("STAGES".to_string(), stages)].into(),
-        vs_cublas: vs,
-        ..crate::db::fixtures::entry(gpu, Op::Gemm, shape, 1.0)
+    let entry = |shape: &str, family: &str, vs: f64, stages: i64| {
+        winner(&cat, gpu, shape, family, vs, stages)
     };
     db.upsert(entry("512x512x512", "gemm_tile2d", 2.0, 1));
     db.upsert(entry("512x512x512:tn", "gemm_general", 1.5, 2));
@@ -299,12 +313,8 @@ fn the_winners_a_coverage_lacks_are_added_fastest_first() {
     let cat = Catalog::builtin().unwrap();
     let gpu = "NVIDIA Test GPU";
     let mut db = crate::db::Database::new();
-    let entry = |shape: &str, family: &str, vs: f64, stages: i64| crate::db::Entry {
-        family: family.into(),
-        checksum: cat.get(family).unwrap().checksum.clone(),
-        params: [("STAGES".to_string(), stages)].into(),
-        vs_cublas: vs,
-        ..crate::db::fixtures::entry(gpu, Op::Gemm, shape, 1.0)
+    let entry = |shape: &str, family: &str, vs: f64, stages: i64| {
+        winner(&cat, gpu, shape, family, vs, stages)
     };
     db.upsert(entry("512x512x512", "gemm_tile2d", 2.0, 1));
     db.upsert(entry("1024x1024x1024", "gemm_general", 1.5, 2));
