@@ -182,17 +182,28 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         &grid.form,
         a.portfolio as usize / 3,
     );
-    eprintln!(
-        "cover: {op}{tags} on {} ({}, device(s) {:?}), {} grid shapes, {} pool shapes, portfolio of {} ({} seeded by this GPU's tuned winners); baseline cuBLAS {}",
-        info.name,
-        info.arch,
-        devices.ordinals(),
-        grid.shapes().len(),
-        grid.pool().len(),
-        a.portfolio,
-        seeds.len(),
-        cublas_lib::describe()?
-    );
+    if added.is_empty() {
+        eprintln!(
+            "cover: {op}{tags} on {} ({}, device(s) {:?}), {} grid shapes, {} pool shapes, portfolio of {} ({} seeded by this GPU's tuned winners); baseline cuBLAS {}",
+            info.name,
+            info.arch,
+            devices.ordinals(),
+            grid.shapes().len(),
+            grid.pool().len(),
+            a.portfolio,
+            seeds.len(),
+            cublas_lib::describe()?
+        );
+    } else {
+        eprintln!(
+            "cover: {op}{tags} on {} ({}, device(s) {:?}), adding {} of this GPU's tuned winners to its coverage; baseline cuBLAS {}",
+            info.name,
+            info.arch,
+            devices.ordinals(),
+            added.len(),
+            cublas_lib::describe()?
+        );
+    }
     let opts = CoverOptions {
         seed: a.seed,
         timing: CoverOptions::timing(),
