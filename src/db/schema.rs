@@ -414,6 +414,14 @@ impl Coverage {
         p.shape(self.op).map(|s| s.with_form(self.form))
     }
 
+    /// Every point's problem ([`Coverage::point_shape`]), in the points' order.
+    pub fn point_shapes(&self) -> Vec<Shape> {
+        self.points
+            .iter()
+            .filter_map(|p| self.point_shape(p))
+            .collect()
+    }
+
     /// Checks what TOML types cannot: every point's shape parses, has one time per config,
     /// and its times are finite and not negative.
     pub(super) fn check(&self) -> Result<(), String> {

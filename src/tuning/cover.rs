@@ -664,11 +664,7 @@ pub fn extend(
         });
     }
     check_current(catalog, base)?;
-    let have: Vec<Shape> = base
-        .points
-        .iter()
-        .filter_map(|p| base.point_shape(p))
-        .collect();
+    let have = base.point_shapes();
     let shapes: Vec<Shape> = grid
         .shapes()
         .into_iter()

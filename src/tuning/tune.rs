@@ -117,10 +117,11 @@ impl Default for TuneOptions {
     }
 }
 
-/// `planned` in the order the model ranks it: each family's best-estimated candidate first,
-/// then the rest by estimate (those without one last, in plan order). A search that walks the
-/// list (`exhaustive`) and the compile queue then meet the likely winners first, so a run its
-/// time limit cuts short has measured them (a tensor-core family listed after the SIMT ones
+/// `planned` in the order the model ranks it, each with what the search sees of it (family,
+/// parameters, model estimate): each family's best-estimated candidate first, then the rest by
+/// estimate (those without one last, in plan order). A search that walks the list
+/// (`exhaustive`) and the compile queue then meet the likely winners first, so a run its time
+/// limit cuts short has measured them (a tensor-core family listed after the SIMT ones
 /// included); a search left to finish visits the same candidates either way.
 fn model_first(
     catalog: &Catalog,
@@ -129,7 +130,7 @@ fn model_first(
     shape: Shape,
     limits: &Limits,
     machine: &crate::plan::model::Machine,
-) -> Vec<Planned> {
+) -> (Vec<Planned>, Vec<search::Candidate>) {
     let space = crate::plan::model::candidates(
         catalog,
         planned.iter().map(|p| (&p.config, &p.launch)),
@@ -139,8 +140,9 @@ fn model_first(
         machine,
     );
     let order = search::family_leaders_first(&space, search::model_order(&space));
-    let mut slots: Vec<Option<Planned>> = planned.into_iter().map(Some).collect();
-    order.into_iter().filter_map(|i| slots[i].take()).collect()
+    let mut slots: Vec<Option<(Planned, search::Candidate)>> =
+        planned.into_iter().zip(space).map(Some).collect();
+    order.into_iter().filter_map(|i| slots[i].take()).unzip()
 }
 
 /// The key under which a candidate is found again in a journal.
@@ -170,17 +172,19 @@ pub fn tune(
     let start = Instant::now();
     let (families, planned) = plan(catalog, op, shape, &dev.info.limits, &opts.families)?;
     let machine = crate::plan::model::Machine::for_device(&dev.info);
-    let planned = model_first(catalog, planned, op, shape, &dev.info.limits, &machine);
-    let planned = if opts.part.count > 1 {
+    // What the search sees of each candidate: family, parameters and model estimate.
+    let (planned, space) = model_first(catalog, planned, op, shape, &dev.info.limits, &machine);
+    let (planned, space): (Vec<Planned>, Vec<search::Candidate>) = if opts.part.count > 1 {
         strategy.part_of(planned.len());
         planned
             .into_iter()
+            .zip(space)
             .enumerate()
             .filter(|(i, _)| opts.part.holds(*i))
             .map(|(_, p)| p)
-            .collect()
+            .unzip()
     } else {
-        planned
+        (planned, space)
     };
     let nvrtc = nvrtc::nvrtc_version()?;
     nvrtc::check_arch(dev.info.arch)?;
@@ -296,15 +300,6 @@ pub fn tune(
             results.push(result);
             Ok(time)
         };
-        // What the search sees: each candidate's family, parameters and model estimate.
-        let space = crate::plan::model::candidates(
-            catalog,
-            planned.iter().map(|p| (&p.config, &p.launch)),
-            op,
-            shape,
-            &dev.info.limits,
-            &machine,
-        );
         let searched = search::run(strategy, &space, opts.budget, resumed_trials, &stop, eval)?;
         progress.finish(Phase::Benchmark);
         if let Some(w) = writer.as_mut() {
@@ -628,7 +623,7 @@ mod order_tests {
                 .collect()
         };
         let mut before = keys(&planned);
-        let ordered = model_first(&catalog, planned, Op::Gemm, shape, &limits, &machine);
+        let (ordered, space) = model_first(&catalog, planned, Op::Gemm, shape, &limits, &machine);
         let mut after = keys(&ordered);
         // Each family's leader first (the plan lists the tensor-core families after the SIMT
         // ones), then the rest: the same candidates, each once.
@@ -645,6 +640,11 @@ mod order_tests {
             "{}",
             after[0]
         );
+        // What the search sees follows the same order.
+        assert!(ordered
+            .iter()
+            .zip(&space)
+            .all(|(p, c)| p.config.family == c.family && p.config.params == c.params));
         before.sort();
         after.sort();
         assert_eq!(before, after);

@@ -9,7 +9,6 @@ use crate::cuda::nvrtc;
 use crate::db::Coverage;
 use crate::family::catalog::Catalog;
 use crate::family::space::Config;
-use crate::problem::Shape;
 use crate::tuning::devices::Devices;
 
 /// The configs [`widen`] adds to `base`: this GPU's current tuned winners of the op whose
@@ -26,12 +25,7 @@ pub fn winners_to_add(
     portfolio_seeds(db, catalog, &base.gpu, base.op, &base.form, usize::MAX)
         .into_iter()
         .filter(|c| families.is_empty() || families.contains(&c.family))
-        .filter(|c| {
-            !base
-                .configs
-                .iter()
-                .any(|b| b.family == c.family && b.params == c.params)
-        })
+        .filter(|c| !in_portfolio(base, &c.family, &c.params))
         .take(max)
         .collect()
 }
@@ -53,11 +47,7 @@ pub fn widen(
 ) -> Result<Covered, CoverError> {
     nvrtc::check_arch(devices.info().arch)?;
     check_current(catalog, base)?;
-    let shapes: Vec<Shape> = base
-        .points
-        .iter()
-        .filter_map(|p| base.point_shape(p))
-        .collect();
+    let shapes = base.point_shapes();
     progress.note(&format!(
         "widening {} ({} configs, {} points) by {} configs",
         base.describe(),
@@ -88,13 +78,7 @@ pub fn widen(
 pub fn append_configs(base: &Coverage, added: &Coverage) -> Coverage {
     let mut out = base.clone();
     let new: Vec<usize> = (0..added.configs.len())
-        .filter(|&i| {
-            let c = &added.configs[i];
-            !base
-                .configs
-                .iter()
-                .any(|b| b.family == c.family && b.params == c.params)
-        })
+        .filter(|&i| !in_portfolio(base, &added.configs[i].family, &added.configs[i].params))
         .collect();
     out.configs
         .extend(new.iter().map(|&i| added.configs[i].clone()));
@@ -112,4 +96,15 @@ pub fn append_configs(base: &Coverage, added: &Coverage) -> Coverage {
     out.date = added.date.clone();
     out.tool_version = added.tool_version.clone();
     out
+}
+
+/// Whether `base`'s portfolio holds the config `family` with `params`.
+fn in_portfolio(
+    base: &Coverage,
+    family: &str,
+    params: &std::collections::BTreeMap<String, i64>,
+) -> bool {
+    base.configs
+        .iter()
+        .any(|b| b.family == family && b.params == *params)
 }
