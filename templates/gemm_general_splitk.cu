@@ -22,7 +22,9 @@
 //               too short for SPLIT_K non-empty chunks uses fewer, `splits` (the blocks of
 //               empty chunks exit at once); with one chunk (SPLIT_K == 1, or splits == 1) C is
 //               written directly and the workspace is not touched: SPLIT_K == 1 is exactly
-//               gemm_general.
+//               gemm_general. Up to 16 splits the last block of a tile sums them all;
+//               past 16 (shapes of few tiles and long K: 27x42x40198 has one 64x64 tile)
+//               the splits are reduced in two levels, see "Two levels" below.
 //
 // Grid: x = tiles (ceil(M/BM) * ceil(N/BN), in gemm_general's order), y = SPLIT_K,
 // z = min(batch, 65535) grid-z "slots". A block loops over b = blockIdx.z, blockIdx.z +
@@ -41,6 +43,8 @@
 //             its accumulators there, float4 s of thread tid at [s * THREADS + tid]
 //   counters  unsigned [gridDim.z][tiles], after the partials: how many splits of a tile (of
 //             the slot's first batch) have stored
+//   group counters  unsigned [gridDim.z][tiles][SPLIT_K], after the counters, only when
+//             SPLIT_K > 16: how many splits of a group (below) have stored
 // It must be zeroed before the first launch (workspace_zero = "once"); the kernel leaves it
 // zeroed: the last split of a tile resets the tile's counter, and the partials need no
 // initialisation. Launches that share a workspace must not overlap (one stream), and the
@@ -55,7 +59,16 @@
 // the workspace with ld.global.cg (L2: L1 is not coherent across SMs); thread 0 resets the
 // counter to 0; then the block runs gemm_general's epilogue (alpha, and beta * C read only
 // when beta != 0). Which block is last varies from run to run; the sum and its order do not.
-// The other splits skip the epilogue. No block ever waits for another. All barriers are
+// The other splits skip the epilogue. No block ever waits for another.
+//
+// Two levels (SPLIT_K > 16): one block reading every partial serialises the reduction (128
+// partial tiles of 64x64 are 2 MiB through one SM). The splits form groups of SPLIT_GROUP
+// consecutive ones (the smallest g with g * g >= SPLIT_K: about sqrt(SPLIT_K) groups of about
+// sqrt(SPLIT_K)). The last split of a group to count in (on the group's counter) sums the
+// group's partials in order and stores the sum over the group's first partial; the last group
+// to count in (on the tile's counter) sums the groups' sums in order 0, 1, ... and runs the
+// epilogue. Each level is the protocol above, so the result is still the same on every run
+// (another rounding than one level's), and the group sums run on several SMs at once. All barriers are
 // reached by every thread of the block (every condition around them is block-uniform), and
 // the barrier after the main loop keeps the next batch's prologue off the shared stages.
 //
@@ -74,7 +87,17 @@
 #endif
 
 #include "gemm_general_copies.cuh"
-#include "split_fixup.cuh" // SPLIT_COUNT_IN
+#include "split_fixup.cuh" // SPLIT_COUNT_IN, split_count_in_last
+#if SPLIT_K > 16
+// Splits per group of the two-level reduction: the smallest g with g * g >= SPLIT_K.
+static __device__ constexpr int split_group_size(int s)
+{
+    int g = 1;
+    while (g * g < s) ++g;
+    return g;
+}
+#define SPLIT_GROUP split_group_size(SPLIT_K)
+#endif
 
 extern "C" __global__ void __launch_bounds__(THREADS, MIN_BLOCKS)
 KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,
@@ -144,6 +167,42 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
                 (long long)blockIdx.z * tiles + pid;
             float4* const mine = part + (long long)split * tiles * tsz;
             WARPTILE_STORE_PARTIAL(mine, acc)
+#if SPLIT_K > 16
+            // ---- two levels: this split's group, then the groups ----
+            const int sgroup = split / SPLIT_GROUP;
+            const int groups = (splits + SPLIT_GROUP - 1) / SPLIT_GROUP;
+            const int g0 = sgroup * SPLIT_GROUP; // the group's first split
+            const int gn = min(SPLIT_GROUP, splits - g0);
+            unsigned* const gcounter =
+                reinterpret_cast<unsigned*>(workspace +
+                                            (long long)gridDim.z * SPLIT_K * tiles * (BM * BN)) +
+                (long long)gridDim.z * tiles + ((long long)blockIdx.z * tiles + pid) * SPLIT_K +
+                sgroup;
+            if (!split_count_in_last(gcounter, gn)) continue; // block-uniform
+            float4* const gsum = part + (long long)g0 * tiles * tsz;
+            {
+                WARPTILE_LOAD_PARTIAL(gsum, acc, =)
+            }
+            for (int z = g0 + 1; z < g0 + gn; ++z) {
+                const float4* const src = part + (long long)z * tiles * tsz;
+                WARPTILE_LOAD_PARTIAL(src, acc, +=)
+            }
+            if (tid == 0) atomicExch(gcounter, 0u);
+            if (groups > 1) {
+                // The group's sum replaces its first partial, which no block reads again
+                // but the last group's below.
+                WARPTILE_STORE_PARTIAL(gsum, acc)
+                if (!split_count_in_last(counter, groups)) continue; // block-uniform
+                {
+                    WARPTILE_LOAD_PARTIAL(part, acc, =)
+                }
+                for (int g = 1; g < groups; ++g) {
+                    const float4* const src = part + (long long)g * SPLIT_GROUP * tiles * tsz;
+                    WARPTILE_LOAD_PARTIAL(src, acc, +=)
+                }
+                if (tid == 0) atomicExch(counter, 0u);
+            }
+#else
             SPLIT_COUNT_IN(last, counter, splits - 1)
             if (!last) continue; // block-uniform: the next batch (split 0) or the end
             __threadfence();
@@ -162,6 +221,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
             // Every split of this tile has counted in: no other block touches the counter in
             // this launch, and the next launch (stream-ordered) finds it zero.
             if (tid == 0) atomicExch(counter, 0u);
+#endif
         }
 #endif
 

@@ -513,6 +513,76 @@ fn tf32x3_check(family: &Family, config: &Config, shape: Shape, plant: emu::Plan
 /// at a misaligned address, or the emulator's of a cp.async or red.v4.
 const MISALIGNED: Catch = Catch::Check("misaligned");
 
+/// gemm_general_splitk past 16 splits reduces in two levels (groups of about sqrt(SPLIT_K)
+/// splits, then the groups): every split counted once, uneven last groups, fewer splits than
+/// SPLIT_K on a short K, two products, each layout; and a group that drops its last partial,
+/// a final sum that drops the last group, or a group counter left set for the next launch
+/// fail validation.
+#[test]
+#[ignore = "needs g++: bash scripts/test.sh runs them"]
+fn two_level_split_k_validates_and_its_faults_are_caught() {
+    require_gxx();
+    let catalog = Catalog::builtin().unwrap();
+    let family = catalog.get("gemm_general_splitk").unwrap();
+    let limits = Limits::for_arch(90).unwrap();
+    // K = 4100: 128 splits of 48 leave 86 (8 groups of 12, the last of 2); 24 splits make
+    // groups of 5, the last of 4; 32 of 6, the last of 2.
+    let mut jobs = Vec::new();
+    for (i, layout) in [Layout::Nn, Layout::Nt, Layout::Tn, Layout::Tt]
+        .into_iter()
+        .enumerate()
+    {
+        let shape = s(27 + 50 * (i as u64 % 2), 42, 4100).with_form(full(layout, i < 2, i != 1, 2));
+        let valid = family.space.prune(shape, &limits).unwrap().valid;
+        for split in [24, 32, 128] {
+            let config = valid
+                .iter()
+                .find(|c| c.params.get("SPLIT_K") == Some(&split))
+                .unwrap_or_else(|| {
+                    panic!("no SPLIT_K = {split} config on {}", shape.label(Op::Gemm))
+                });
+            jobs.push((config.clone(), shape));
+        }
+    }
+    let failures: Vec<String> = jobs
+        .par_iter()
+        .filter_map(|(config, shape)| {
+            check(family, config, *shape, 900).err().map(|e| {
+                format!(
+                    "{} on {}: {e}",
+                    autotune::family::space::params_label(&config.params),
+                    shape.label(Op::Gemm)
+                )
+            })
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+    let shape = s(27, 42, 4100).with_form(full(Layout::Tn, true, true, 2));
+    all_caught(&[
+        mutant(
+            "gemm_general_splitk",
+            "for (int z = g0 + 1; z < g0 + gn; ++z)",
+            "for (int z = g0 + 1; z < g0 + gn - 1; ++z)",
+            shape,
+        )
+        .want("SPLIT_K", 24),
+        mutant(
+            "gemm_general_splitk",
+            "for (int g = 1; g < groups; ++g)",
+            "for (int g = 1; g < groups - 1; ++g)",
+            shape,
+        )
+        .want("SPLIT_K", 128),
+        mutant(
+            "gemm_general_splitk",
+            "atomicExch(gcounter, 0u)",
+            "(void)(gcounter)",
+            shape,
+        )
+        .want("SPLIT_K", 32),
+    ]);
+}
+
 /// The emulator catches what it exists for, each mutant of a real template by what must stop
 /// it: out-of-bounds reads and writes (AddressSanitizer), a cp.async stage read before its
 /// copies are waited for, split-K tile counters not reset for the next launch and a 16-byte
