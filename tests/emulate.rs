@@ -525,8 +525,9 @@ fn two_level_split_k_validates_and_its_faults_are_caught() {
     let catalog = Catalog::builtin().unwrap();
     let family = catalog.get("gemm_general_splitk").unwrap();
     let limits = Limits::for_arch(90).unwrap();
-    // K = 4100: 128 splits of 48 leave 86 (8 groups of 12, the last of 2); 24 splits make
-    // groups of 5, the last of 4; 32 of 6, the last of 2.
+    // K = 4100 (BK = 16): 128 splits of 48 leave 86 (8 groups of 12, the last of 2); 48 splits of 96
+    // leave 43 (7 groups of 7, the last of 1); 32 splits of 144 leave 29 (groups of 6, the
+    // last of 5).
     let mut jobs = Vec::new();
     for (i, layout) in [Layout::Nn, Layout::Nt, Layout::Tn, Layout::Tt]
         .into_iter()
@@ -534,7 +535,7 @@ fn two_level_split_k_validates_and_its_faults_are_caught() {
     {
         let shape = s(27 + 50 * (i as u64 % 2), 42, 4100).with_form(full(layout, i < 2, i != 1, 2));
         let valid = family.space.prune(shape, &limits).unwrap().valid;
-        for split in [24, 32, 128] {
+        for split in [32, 48, 128] {
             let config = valid
                 .iter()
                 .find(|c| c.params.get("SPLIT_K") == Some(&split))
@@ -565,7 +566,7 @@ fn two_level_split_k_validates_and_its_faults_are_caught() {
             "for (int z = g0 + 1; z < g0 + gn - 1; ++z)",
             shape,
         )
-        .want("SPLIT_K", 24),
+        .want("SPLIT_K", 48),
         mutant(
             "gemm_general_splitk",
             "for (int g = 1; g < groups; ++g)",
