@@ -59,7 +59,9 @@
 // the workspace with ld.global.cg (L2: L1 is not coherent across SMs); thread 0 resets the
 // counter to 0; then the block runs gemm_general's epilogue (alpha, and beta * C read only
 // when beta != 0). Which block is last varies from run to run; the sum and its order do not.
-// The other splits skip the epilogue. No block ever waits for another.
+// The other splits skip the epilogue. No block ever waits for another. All barriers are
+// reached by every thread of the block (every condition around them is block-uniform), and
+// the barrier after the main loop keeps the next batch's prologue off the shared stages.
 //
 // Two levels (SPLIT_K > 16): one block reading every partial serialises the reduction (128
 // partial tiles of 64x64 are 2 MiB through one SM). The splits form groups of SPLIT_GROUP
@@ -68,9 +70,7 @@
 // group's partials in order and stores the sum over the group's first partial; the last group
 // to count in (on the tile's counter) sums the groups' sums in order 0, 1, ... and runs the
 // epilogue. Each level is the protocol above, so the result is still the same on every run
-// (another rounding than one level's), and the group sums run on several SMs at once. All barriers are
-// reached by every thread of the block (every condition around them is block-uniform), and
-// the barrier after the main loop keeps the next batch's prologue off the shared stages.
+// (another rounding than one level's), and the group sums run on several SMs at once.
 //
 // Everything else (pipeline, shared-memory layout, the four layouts' loaders, 16-byte paths
 // under run-time alignment checks, zero-filled edge copies, the epilogue) is gemm_general.cu's;
