@@ -48,6 +48,10 @@ pub(super) struct CoverArgs {
     /// Configs in the portfolio: this GPU's tuned winners of the op first, then the pool's.
     #[arg(long, default_value_t = 28, value_parser = clap::value_parser!(u64).range(1..=256))]
     portfolio: u64,
+    /// Measure the portfolio of this GPU's coverage of the same op and form (a GPU the
+    /// database names, e.g. one of the same arch): no pool search, the grid alone.
+    #[arg(long, value_name = "GPU", conflicts_with_all = ["portfolio", "extend", "add_winners", "loo"])]
+    portfolio_from: Option<String>,
     /// Evaluations of each pool search.
     #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u64).range(1..))]
     pool_budget: u64,
@@ -173,24 +177,40 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         _ => Vec::new(),
     };
     // This GPU's winners of exhaustive tunes seed the portfolio (those of the grid's form
-    // first, then the fastest; current only, of families that compute the form).
-    let seeds = cover::portfolio_seeds(
-        &before,
-        &catalog,
-        &info.name,
-        op,
-        &grid.form,
-        a.portfolio as usize / 3,
-    );
+    // first, then the fastest; current only, of families that compute the form), or another
+    // GPU's portfolio is the whole of it.
+    let (seeds, portfolio) = match &a.portfolio_from {
+        Some(query) => {
+            let from =
+                autotune::report::gpus::resolve_gpu(&before, &a.db.display().to_string(), query)?;
+            let configs = cover::portfolio_of(&before, &catalog, &from, op, &grid.form)?;
+            eprintln!(
+                "cover: the portfolio of {from}'s {op}{tags} coverage, {} configs: no pool search",
+                configs.len()
+            );
+            let n = configs.len();
+            (configs, n)
+        }
+        None => {
+            let seeds = cover::portfolio_seeds(
+                &before,
+                &catalog,
+                &info.name,
+                op,
+                &grid.form,
+                a.portfolio as usize / 3,
+            );
+            (seeds, a.portfolio as usize)
+        }
+    };
     if added.is_empty() {
         eprintln!(
-            "cover: {op}{tags} on {} ({}, device(s) {:?}), {} grid shapes, {} pool shapes, portfolio of {} ({} seeded by this GPU's tuned winners); baseline cuBLAS {}",
+            "cover: {op}{tags} on {} ({}, device(s) {:?}), {} grid shapes, {} pool shapes, portfolio of {portfolio} ({} seeded); baseline cuBLAS {}",
             info.name,
             info.arch,
             devices.ordinals(),
             grid.shapes().len(),
-            grid.pool().len(),
-            a.portfolio,
+            if seeds.len() >= portfolio { 0 } else { grid.pool().len() },
             seeds.len(),
             cublas_lib::describe()?
         );
@@ -208,7 +228,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         seed: a.seed,
         timing: CoverOptions::timing(),
         pool_budget: a.pool_budget as usize,
-        portfolio: a.portfolio as usize,
+        portfolio,
         seeds,
         families: a.families.clone(),
         isolation: a.run.isolation()?,

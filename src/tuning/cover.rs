@@ -162,6 +162,16 @@ pub enum CoverError {
         "no config of the {0} families ran on any pool shape: nothing to build a portfolio from"
     )]
     EmptyPool(Op),
+    /// `--portfolio-from` names a GPU without a usable coverage of the op and form.
+    #[error("{gpu} has {what} to take a portfolio from (the database has: {have}); measure it there first with `autotune cover`, or leave --portfolio-from out")]
+    NoPortfolio {
+        /// The GPU named.
+        gpu: String,
+        /// What it lacks.
+        what: String,
+        /// The coverage records the database has.
+        have: String,
+    },
 }
 
 impl Grid {
@@ -490,6 +500,51 @@ pub fn portfolio_seeds(
     seeds
 }
 
+/// The portfolio of `gpu`'s coverage of `op` on `form` (a GPU the database names), its current
+/// configs only: what a coverage run of another GPU of the same arch can measure as it is,
+/// with no pool search ([`CoverOptions::seeds`] filling [`CoverOptions::portfolio`]).
+pub fn portfolio_of(
+    db: &crate::db::Database,
+    catalog: &Catalog,
+    gpu: &str,
+    op: Op,
+    form: &Form,
+) -> Result<Vec<Config>, CoverError> {
+    let Some(cov) = db.coverage(gpu, op, form) else {
+        let have: Vec<String> = db.coverage.iter().map(|c| c.describe()).collect();
+        return Err(CoverError::NoPortfolio {
+            gpu: gpu.to_string(),
+            what: format!("no {op} coverage of the {} form", form_name(op, form)),
+            have: if have.is_empty() {
+                "none".to_string()
+            } else {
+                have.join(", ")
+            },
+        });
+    };
+    let configs: Vec<Config> = cov
+        .configs
+        .iter()
+        .filter(|c| catalog.freshness(&c.family, &c.checksum) == Freshness::Current)
+        .map(|c| Config {
+            family: c.family.clone(),
+            params: c.params.clone(),
+        })
+        .collect();
+    if configs.is_empty() {
+        return Err(CoverError::NoPortfolio {
+            gpu: gpu.to_string(),
+            what: format!(
+                "a {} coverage whose {} configs are all of families changed since",
+                cov.describe(),
+                cov.configs.len()
+            ),
+            have: cov.describe(),
+        });
+    }
+    Ok(configs)
+}
+
 /// What a coverage run reports as it goes.
 pub trait CoverProgress: Sync {
     /// One line of news.
@@ -537,7 +592,12 @@ pub fn cover(
         .filter(|c| families.contains(&c.family))
         .cloned()
         .collect();
-    let pool_shapes = grid.pool();
+    // Seeds that fill the portfolio leave the pool searches nothing to choose.
+    let pool_shapes = if seeds.len() >= opts.portfolio {
+        Vec::new()
+    } else {
+        grid.pool()
+    };
     let searched = AtomicUsize::new(0);
     let search = |dev: &mut Device, &shape: &Shape| -> Result<Vec<(Config, f64)>, CoverError> {
         let mut strategy = crate::search::by_name("model-guided", opts.seed)?;

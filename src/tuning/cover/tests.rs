@@ -346,3 +346,45 @@ fn the_winners_a_coverage_lacks_are_added_fastest_first() {
     let other = coverage_of("NVIDIA Other", &[], &[("64x64x64", 1.0, &[])]);
     assert!(winners_to_add(&db, &cat, &other, &[], 10).is_empty());
 }
+
+#[test]
+fn another_gpus_portfolio_is_taken_current_configs_only_or_refused_with_what_there_is() {
+    let cat = Catalog::builtin().unwrap();
+    let fresh = |stages: i64| Config {
+        family: "gemm_general".into(),
+        params: [("STAGES".to_string(), stages)].into(),
+    };
+    let mut cov = coverage_of("A", &[fresh(2), fresh(3), fresh(4)], &[]);
+    cov.configs[0].checksum = cat.get("gemm_general").unwrap().checksum.clone();
+    cov.configs[2].checksum = cov.configs[0].checksum.clone();
+    let db = crate::db::Database {
+        coverage: vec![cov],
+        ..Default::default()
+    };
+    // The config whose family changed since it was measured is left out.
+    let got = portfolio_of(&db, &cat, "A", Op::Gemm, &Form::PLAIN).unwrap();
+    assert_eq!(got, vec![fresh(2), fresh(4)]);
+    // Another form, another GPU: refused, naming what the database has.
+    let nt = Form {
+        layout: Layout::Nt,
+        ..Form::PLAIN
+    };
+    let err = portfolio_of(&db, &cat, "A", Op::Gemm, &nt)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("no gemm coverage of the nt form"), "{err}");
+    assert!(err.contains("the database has: "), "{err}");
+    let err = portfolio_of(&db, &cat, "B", Op::Gemm, &Form::PLAIN)
+        .unwrap_err()
+        .to_string();
+    assert!(err.starts_with("B has no gemm coverage"), "{err}");
+    // Every config stale: refused, not an empty portfolio.
+    let stale = crate::db::Database {
+        coverage: vec![coverage_of("A", &[fresh(2)], &[])],
+        ..Default::default()
+    };
+    let err = portfolio_of(&stale, &cat, "A", Op::Gemm, &Form::PLAIN)
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("all of families changed since"), "{err}");
+}
