@@ -99,7 +99,7 @@ fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
         .iter()
         .all(|s| s.m * s.n <= g.max_output && s.m * s.n * s.k <= g.max_macs));
     // Decode-sized M (1 to 16) on many widths, and every M in the pool.
-    for m in [1u64, 2, 4, 8, 16, 64, 256, 1024, 4096, 8192] {
+    for m in [1u64, 2, 3, 4, 6, 8, 12, 16, 32, 64, 256, 1024, 4096, 8192] {
         assert!(
             g.pool().iter().any(|s| s.m == m),
             "no pool shape with M = {m}"

@@ -1,0 +1,75 @@
+#!/usr/bin/env bash
+# Session 35, calls 3 on (a machine of four GPUs; state in /tmp/s35q3, so a call on the same
+# warm machine goes on where the last stopped). On H100s: the NT grids (beta 0 and beta != 0)
+# extended by the row counts the grid file gained (3, 6, 12, 32), then evaluate on fresh seeds
+# 3107 and 3108 (gemm and gemv, every form, no search) and the layer suite untuned. On H200s:
+# every gemm and gemv form's grid the H100 has, measured with the H100's portfolio of that form
+# (cover --portfolio-from h100) and its misaligned points, the same evaluations, the
+# gemm-layouts suite tuned with every family, verify of the shipped H200 entries.
+set -uo pipefail
+Q=/tmp/s35q3 LIMIT=${1:-570}
+source scripts/gpu-queue.sh
+RESULT_LINES="$RESULT_LINES|^cover: the portfolio|^geometric mean|^verify: [0-9]"
+DB=$Q/tuning.toml
+[ -f "$DB" ] || cp results/tuning.toml "$DB"
+nvidia-smi -L | tee -a "$Q/summary.txt"
+U=configs/coverage
+C=(--devices all --db "$DB")
+# The database without the gemm entries of a suite's shapes: what a product gets untuned.
+without_suite() { # suite out
+  python3 - "$DB" "$1" "$2" <<'P'
+import sys, re
+db, suite, dst = sys.argv[1:]
+shapes = set(re.findall(r'"(\d+x\d+x\d+[^"]*)"', open(suite).read()))
+parts = re.split(r'(?m)^(?=\[\[)', open(db).read())
+keep = [p for p in parts if not (p.startswith("[[entry]]") and 'op = "gemm"' in p and re.search(r'(?m)^shape = "(%s)"$' % "|".join(map(re.escape, shapes)), p))]
+open(dst, "w").write("".join(keep))
+print(len(parts) - len(keep), "entries dropped")
+P
+}
+evaluations() {
+  for seed in 3107 3108; do
+    step "eval-gemm-$seed" 150 "$AT" evaluate --op gemm --random 60 --seed $seed --forms all --devices all \
+      --db "$DB" --out "$Q/evaluate-gemm-$seed.md" --json "$Q/evaluate-gemm-$seed.json"
+    step "eval-gemv-$seed" 60 "$AT" evaluate --op gemv --random 60 --seed $seed --forms all --devices all \
+      --db "$DB" --out "$Q/evaluate-gemv-$seed.md" --json "$Q/evaluate-gemv-$seed.json"
+  done
+  step layers-untuned 100 bash -c "$(declare -f without_suite); DB=$DB without_suite configs/suites/gemm-layers.toml $Q/db-nolayers.toml && $AT evaluate --shapes configs/suites/gemm-layers.toml --devices all --db $Q/db-nolayers.toml --out $Q/evaluate-gemm-layers-untuned.md --json $Q/evaluate-gemm-layers-untuned.json"
+  cp "$Q"/evaluate-* "$OUT/" 2>/dev/null
+}
+if nvidia-smi -L | grep -q H200; then
+  F=(--portfolio-from h100 "${C[@]}")
+  step nt 200 "$AT" cover --op gemm --layout nt "${F[@]}"
+  step nt-u 80 "$AT" cover --op gemm --layout nt --extend --grid $U/gemm-nt-unaligned.toml "${C[@]}"
+  for form in "tn:--layout tn" "tt:--layout tt" "alpha:--alpha 2" "beta:--beta 1"; do
+    name=${form%%:*} flags=${form#*:}
+    # shellcheck disable=SC2086
+    step "$name" 150 "$AT" cover --op gemm $flags "${F[@]}"
+    # shellcheck disable=SC2086
+    step "$name-u" 60 "$AT" cover --op gemm $flags --extend --grid $U/gemm-forms-unaligned.toml "${C[@]}"
+  done
+  step ntb 200 "$AT" cover --op gemm --layout nt --beta 1 "${F[@]}"
+  step ntb-u 80 "$AT" cover --op gemm --layout nt --beta 1 --extend --grid $U/gemm-nt-unaligned.toml "${C[@]}"
+  step gemv-u 40 "$AT" cover --op gemv --extend --grid $U/gemv-unaligned.toml "${C[@]}"
+  for form in "gemv-t:--layout t" "gemv-alpha:--alpha 2"; do
+    name=${form%%:*} flags=${form#*:}
+    # shellcheck disable=SC2086
+    step "$name" 60 "$AT" cover --op gemv $flags "${F[@]}"
+    # shellcheck disable=SC2086
+    step "$name-u" 40 "$AT" cover --op gemv $flags --extend --grid $U/gemv-unaligned.toml "${C[@]}"
+  done
+  cp "$DB" "$OUT/tuning.toml" 2>/dev/null
+  evaluations
+  step layouts 200 "$AT" tune --suite configs/suites/gemm-layouts.toml --time 30s --devices all \
+    --db "$Q/layouts.toml" --summary "$Q/layouts.md"
+  cp "$Q/layouts.toml" "$Q/layouts.md" "$OUT/" 2>/dev/null
+  step verify 200 "$AT" verify --db results/tuning.toml --in-process
+else
+  step nt-odd 150 "$AT" cover --op gemm --layout nt --extend --grid $U/gemm-nt.toml "${C[@]}"
+  step ntb-odd 150 "$AT" cover --op gemm --layout nt --beta 1 --extend --grid $U/gemm-nt.toml "${C[@]}"
+  cp "$DB" "$OUT/tuning.toml" 2>/dev/null
+  evaluations
+fi
+cp "$DB" "$OUT/tuning.toml" 2>/dev/null
+cp "$Q/summary.txt" "$OUT/" 2>/dev/null
+finish
