@@ -92,6 +92,10 @@ pub(super) struct CoverArgs {
     /// The GPU whose coverage --loo checks, as the database names it.
     #[arg(long)]
     gpu: Option<String>,
+    /// With --loo: print every grid point's check as JSON (its shape, the regret, x cuBLAS
+    /// with and without the guard, and the guard's evidence) instead of the summary.
+    #[arg(long, requires = "loo")]
+    json: bool,
 }
 
 /// `autotune cover`.
@@ -115,7 +119,11 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
         let query = a.gpu.as_deref().unwrap_or_default();
         let gpu = autotune::report::gpus::resolve_gpu(&db, &a.db.display().to_string(), query)?;
         let loo = cover::loo::leave_one_out(&db, &catalog, &gpu, op, &form_of(Form::PLAIN)?)?;
-        print!("{}", loo.text());
+        if a.json {
+            println!("{}", serde_json::to_string_pretty(&loo.holdouts)?);
+        } else {
+            print!("{}", loo.text());
+        }
         return Ok(());
     }
     let grid = match &a.grid {

@@ -29,6 +29,7 @@ use crate::measure::verify::{self, ErrorStats};
 use crate::problem::{Call, Op, Shape};
 use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaEvent, CudaFunction, CudaSlice, DevicePtrMut};
+use std::time::{Duration, Instant};
 
 /// Largest `M*N*K` whose GEMM reference is computed on the CPU; larger ones use cuBLAS DGEMM.
 const CPU_REFERENCE_MAX_MACS: u64 = 1 << 27;
@@ -99,7 +100,17 @@ pub struct Bench<'d> {
     settings: TimingSettings,
     seed: u64,
     tolerance: f64,
+    /// When the last timed sample was taken: after [`IDLE`] the clocks may have dropped.
+    last_timed: Option<Instant>,
 }
+
+/// How long the GPU may sit idle (a compile, a validation on the host) before its clocks are
+/// assumed down: an H100 left idle drops its SM clock to a fraction of boost, and the first
+/// microseconds-long samples after it ran up to 4.5x slow (an evaluation timed a 5 us gemv at
+/// 22.8 us, one a 9 us gemv at 0.618x cuBLAS that measured 0.943x again).
+const IDLE: Duration = Duration::from_millis(20);
+/// How long a warm-up burst keeps the GPU busy before timing after [`IDLE`].
+const RAMP: Duration = Duration::from_millis(3);
 
 impl<'d> Bench<'d> {
     /// Bytes of device memory a bench for `op` on `shape` needs on `dev`.
@@ -208,6 +219,7 @@ impl<'d> Bench<'d> {
             settings,
             seed,
             tolerance: verify::tolerance(shape.k),
+            last_timed: None,
         })
     }
 
@@ -448,6 +460,12 @@ impl<'d> Bench<'d> {
             stage: Stage::Time,
             reason,
         };
+        if self.last_timed.is_none_or(|t| t.elapsed() > IDLE) {
+            if let Err(r) = self.ramp_clocks(work) {
+                self.check_context(&name)?;
+                return Ok(Err(fail(r)));
+            }
+        }
         // Once a candidate has run, clocks are up and the stream is busy: the next candidates
         // need one untimed launch (module load, first-touch), not the full warm-up.
         let warmup = if best_ms.is_some() {
@@ -470,9 +488,30 @@ impl<'d> Bench<'d> {
             Err(f) => return Ok(Err(f)),
         };
         let n = self.settings.samples_for_candidate(est, best_ms) as usize;
-        Ok(self
-            .sample_batch(work, n, &name)?
+        let samples = self.sample_batch(work, n, &name)?;
+        self.last_timed = Some(Instant::now());
+        Ok(samples
             .and_then(|v| Stats::from_samples(&v).ok_or_else(|| fail("no valid samples".into()))))
+    }
+
+    /// Keeps the GPU busy for [`RAMP`] (L2 flushes, or `work` where nothing is flushed) so
+    /// that its clocks are up when sampling starts. An error is the launch's.
+    fn ramp_clocks(&mut self, work: &Work) -> Result<(), String> {
+        let start = Instant::now();
+        while start.elapsed() < RAMP {
+            for _ in 0..8 {
+                if self.flush.is_some() {
+                    self.flush_l2().map_err(|e| e.to_string())?;
+                } else {
+                    self.enqueue(work)?;
+                }
+            }
+            self.dev
+                .stream
+                .synchronize()
+                .map_err(|e| format!("warming the clocks up: {e:?}"))?;
+        }
+        Ok(())
     }
 
     fn sample_batch(

@@ -117,6 +117,10 @@ pub struct Prediction {
     /// The chosen config's time over cuBLAS's as the least favourable neighbour predicts it
     /// (what the vendor guard reads).
     pub doubt: f64,
+    /// The same as the neighbours' weighted geometric mean says it ([`Ranking::evidence`]).
+    pub evidence: f64,
+    /// How much the neighbours disagree ([`Ranking::spread`]).
+    pub spread: f64,
     /// The chosen config's index in the portfolio.
     pub index: usize,
     /// Usable configs ranked.
@@ -703,6 +707,8 @@ fn predicted(
             ms: best.ms,
             cublas_ms: ranking.cublas_ms,
             doubt: ranking.doubt,
+            evidence: ranking.evidence,
+            spread: ranking.spread,
             index: best.index,
             ranked: ranking.configs.len(),
         }),

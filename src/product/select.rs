@@ -100,6 +100,12 @@ pub struct Ranking {
     /// (in log space); infinite where no neighbour's rows have the shape's alignment (16-byte
     /// multiples or not, for A, B and C alike), whose times are of other loads.
     pub doubt: f64,
+    /// The best config's time over cuBLAS's as the neighbours say it: their weighted geometric
+    /// mean (infinite where [`Ranking::doubt`] is).
+    pub evidence: f64,
+    /// The weighted standard deviation of the neighbours' evidence, log space (infinite where
+    /// [`Ranking::doubt`] is).
+    pub spread: f64,
 }
 
 impl Ranking {
@@ -425,20 +431,24 @@ impl Selector {
         let like = near
             .iter()
             .any(|&(_, g)| alignment(self.op, self.points[g].shape) == class);
-        let doubt = (weights > 0.0 && like).then(|| {
+        let (mean, sd) = if weights > 0.0 && like {
             let mean = evidence.iter().map(|e| e.0 * e.1).sum::<f64>() / weights;
             let var = evidence
                 .iter()
                 .map(|e| e.0 * (e.1 - mean).powi(2))
                 .sum::<f64>()
                 / weights;
-            (mean + guard_spread(self.op, cublas_ms) * var.sqrt()).exp()
-        });
+            (mean, var.sqrt())
+        } else {
+            (f64::INFINITY, f64::INFINITY)
+        };
         Some(Ranking {
             configs,
             cublas_ms,
             nearest,
-            doubt: doubt.unwrap_or(f64::INFINITY),
+            doubt: (mean + guard_spread(self.op, cublas_ms) * sd).exp(),
+            evidence: mean.exp(),
+            spread: sd,
         })
     }
 
@@ -475,6 +485,10 @@ impl Selector {
                     },
                     best_vs_cublas: p.cublas_ms / best,
                     predicted_vs_cublas: ranking.cublas_ms / chosen.ms,
+                    doubt: ranking.doubt,
+                    evidence: ranking.evidence,
+                    spread: ranking.spread,
+                    cublas_predicted_ms: ranking.cublas_ms,
                 })
             })
             .collect()
@@ -496,6 +510,14 @@ pub struct Holdout {
     pub best_vs_cublas: f64,
     /// What the prediction said `vs_cublas` would be.
     pub predicted_vs_cublas: f64,
+    /// The guard's [`Ranking::doubt`] there.
+    pub doubt: f64,
+    /// [`Ranking::evidence`] there.
+    pub evidence: f64,
+    /// [`Ranking::spread`] there.
+    pub spread: f64,
+    /// cuBLAS's predicted time there, milliseconds.
+    pub cublas_predicted_ms: f64,
 }
 
 fn usable(c: &CoverageConfig, catalog: &Catalog) -> Usable {
@@ -609,6 +631,7 @@ mod tests {
             (r.doubt / (r.configs[0].ms / r.cublas_ms) - 1.0).abs() < 1e-9,
             "{r:?}"
         );
+        assert!((r.evidence / r.doubt - 1.0).abs() < 1e-9 && r.spread.abs() < 1e-9);
         let loo = sel.leave_one_out();
         assert_eq!(loo.len(), 15);
         assert!(
@@ -629,7 +652,7 @@ mod tests {
             let r = sel.rank(shape).unwrap();
             assert_eq!(r.configs.len(), 2);
             assert!(
-                r.doubt.is_infinite() && r.prefers_cublas(),
+                r.doubt.is_infinite() && r.spread.is_infinite() && r.prefers_cublas(),
                 "{shape:?}: {r:?}"
             );
         }
@@ -688,6 +711,8 @@ mod tests {
             cublas_ms: 1.0,
             nearest: 0.0,
             doubt,
+            evidence: 0.8,
+            spread: 0.1,
         };
         assert!(r(0.99).prefers_cublas());
         assert!(r(1.2).prefers_cublas());
@@ -697,6 +722,8 @@ mod tests {
             cublas_ms: 1.0,
             nearest: 0.0,
             doubt: 0.5,
+            evidence: 0.5,
+            spread: 0.0,
         };
         assert!(none.prefers_cublas());
     }

@@ -199,6 +199,8 @@ fn a_prediction_launches_only_when_its_least_favourable_neighbour_beats_cublas()
             ms: 0.5,
             cublas_ms: 1.0,
             doubt,
+            evidence: 0.5,
+            spread: 0.1,
             index: 0,
             ranked: 1,
         }),
