@@ -30,6 +30,7 @@ from . import _arrays, _cudalibs, _plan
 from ._native import Error, check_gemm as _check_gemm, check_gemv as _check_gemv
 from ._native import device_count as _device_count
 from ._arrays import TORCH_STREAM as _TORCH_STREAM, quick as _quick
+from ._arrays import _torch_state
 
 __all__ = ["Tuned", "Error", "device_count", "check_gemm", "check_gemv", "SHIPPED_DB"]
 __version__ = "0.1.0"
@@ -138,11 +139,13 @@ def check_gemv(a, x, out=None, trans=False, alpha=1.0, beta=0.0, stream=None):
 
 
 # The plan cache (Tuned._cached): a call's key is its op, its flags and scalars, and each
-# operand's sig (_arrays.quick); the entry, (desc, swapped, len0, len1, out_len, out_shape,
+# operand's sig (_arrays.quick); the entry, (plan, swapped, len0, len1, out_len, out_shape,
 # like, trusted), is what the full path (_gemm_plan, _gemv_plan) made of the first call with
-# that key: the descriptor, whether the runtime's A is b, the extents in the runtime's operand
-# order, which operand out=None allocates like (0: a, 1: b or x), and the runtime's trusted=
-# mask (_trust). The checks left to each call are those of addresses, devices and streams.
+# that key: the runtime's plan (the descriptor, checked against the extents once and kept by
+# the runtime: plan_gemm / plan_gemv, launched with launch_plan), whether the runtime's A is
+# b, the extents in the runtime's operand order, which operand out=None allocates like (0: a,
+# 1: b or x), and the runtime's trusted= mask (_trust). The checks left to each call are those
+# of addresses, devices and streams.
 #
 # The mask is kept, not read again: a view is trusted for its exact type alone (a torch
 # tensor's, which a sig holds first) once quick() has read it as a CUDA float32 strided tensor,
@@ -276,8 +279,8 @@ class Tuned:
         else:
             c_len = ov.extent()
         trust = _trust(plan.a, plan.b, ov)
-        self._remember(got.key, (plan.desc, plan.swapped, a_len, b_len, c_len, plan.out_shape,
-                                 like, trust))
+        self._remember(got.key, self._rt.plan_gemm, plan.desc,
+                       (plan.swapped, a_len, b_len, c_len, plan.out_shape, like, trust))
         self._rt.gemm(plan.desc, plan.a.ptr, a_len, plan.b.ptr, b_len, ov.ptr, c_len, handle,
                       trusted=trust)
         return out
@@ -304,8 +307,8 @@ class Tuned:
         else:
             y_len = ov.extent()
         trust = _trust(av, xv, ov)
-        self._remember(got.key, (plan.desc, False, a_len, x_len, y_len, plan.out_shape, like,
-                                 trust))
+        self._remember(got.key, self._rt.plan_gemv, plan.desc,
+                       (False, a_len, x_len, y_len, plan.out_shape, like, trust))
         self._rt.gemv(plan.desc, av.ptr, a_len, xv.ptr, x_len, ov.ptr, y_len, handle,
                       trusted=trust)
         return out
@@ -318,12 +321,16 @@ class Tuned:
         arr = _allocate(v.lib, (v if v.lib else a).obj, shape)
         return arr, _arrays.view(arr, "out")
 
-    def _remember(self, key, entry):
+    def _remember(self, key, plan_with, desc, entry):
+        """Keeps the call of ``desc`` under ``key`` (unless None): the runtime checks and
+        keeps the descriptor (``plan_with``: its ``plan_gemm`` or ``plan_gemv``), the cache
+        the plan's index with ``entry``."""
         if key is not None:
             plans = self._plans
             if len(plans) >= _PLANS_MAX:
                 plans.clear()
-            plans[key] = entry
+                self._rt.clear_plans()
+            plans[key] = (plan_with(desc, *entry[1:4]),) + entry
 
     def _cached(self, op, ta, tb, alpha, beta, a, b, out, stream):
         """The call ``op`` (``"gemm"``, ``"gemv"``: ``b`` is x, ``tb`` False) made from its
@@ -334,6 +341,40 @@ class Tuned:
         streams) without raising; then what could differ is checked again: the GPU of each
         operand, their streams, the alignment of each address and out's overlap with the
         inputs. Any of these failing goes the full path too, which raises with its message."""
+        # PyTorch's own tensors, out given, the current stream: the same key, checks and launch
+        # as below, read with no call in between (what a model's layers call). Anything else,
+        # a miss or a failed check goes on below, which decides afresh.
+        ts = _torch_state.get("trusted")
+        if (ts is not None and stream is None and type(out) in ts and type(a) in ts
+                and type(b) in ts and type(ta) is bool and type(tb) is bool
+                and type(alpha) is float and type(beta) is float
+                and (alpha or _copysign(1.0, alpha) > 0) and (beta or _copysign(1.0, beta) > 0)):
+            f32, strided, dev = _torch_state["float32"], _torch_state["strided"], self._device
+            hit = None
+            try:
+                if (a.dtype is f32 and b.dtype is f32 and out.dtype is f32 and a.is_cuda
+                        and b.is_cuda and out.is_cuda and a.layout is strided
+                        and b.layout is strided and out.layout is strided):
+                    hit = self._plans.get((op, ta, tb, alpha, beta,
+                                           (type(a), a.shape, a.stride()),
+                                           (type(b), b.shape, b.stride()),
+                                           (type(out), out.shape, out.stride())))
+                    if hit is not None and (a.get_device() != dev or b.get_device() != dev
+                                            or out.get_device() != dev):
+                        hit = None
+                    if hit is not None:
+                        pa, pb, pc = a.data_ptr(), b.data_ptr(), out.data_ptr()
+            except Exception:  # read again below, which says what is wrong
+                hit = None
+            if hit is not None:
+                plan, swapped, l0, l1, lc, _, _, trust = hit
+                p0, p1 = (pb, pa) if swapped else (pa, pb)
+                end = pc + 4 * lc
+                if not (p0 & 15 or p1 & 15 or pc & 15 or (p0 < end and pc < p0 + 4 * l0)
+                        or (p1 < end and pc < p1 + 4 * l1)):
+                    self._rt.launch_plan(plan, p0, p1, pc, _torch_state["raw_stream"](dev),
+                                         trust)
+                    return out
         ra, rb = _quick(a), _quick(b)
         rc = _NO_OUT if out is None else _quick(out)
         if (ra is None or rb is None or rc is None
@@ -380,7 +421,7 @@ class Tuned:
                 handle = _arrays.stream_handle(stream)
             except (TypeError, ValueError):
                 return _UNCACHED
-        desc, swapped, l0, l1, lc, out_shape, like, trust = entry
+        plan, swapped, l0, l1, lc, out_shape, like, trust = entry
         p0, p1 = (rb[1], ra[1]) if swapped else (ra[1], rb[1])
         if p0 & 15 or p1 & 15:
             return _UNCACHED
@@ -393,7 +434,7 @@ class Tuned:
             end = pc + 4 * lc
             if pc & 15 or (p0 < end and pc < p0 + 4 * l0) or (p1 < end and pc < p1 + 4 * l1):
                 return _UNCACHED
-        getattr(self._rt, op)(desc, p0, l0, p1, l1, pc, lc, handle, trusted=trust)
+        self._rt.launch_plan(plan, p0, p1, pc, handle, trust)
         return out
 
     def explain(self, op, a, b, out=None, trans_a=False, trans_b=False, trans=False,

@@ -42,7 +42,7 @@ use pyo3::prelude::*;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
 create_exception!(
     autotune,
@@ -260,7 +260,22 @@ struct Runtime {
     tuned: Tuned,
     ctx: Arc<CudaContext>,
     ordinal: usize,
+    /// The plans of the Python side's plan cache ([`Runtime::plan_gemm`]): a call made from
+    /// one ([`Runtime::launch_plan`]) passes its index and the operands' addresses, not the
+    /// descriptor, which was checked against the extents once.
+    plans: RwLock<Vec<Plan>>,
 }
+
+/// A checked call of [`Runtime::plans`]: the descriptor and the operands' extents (elements).
+#[derive(Clone, Copy)]
+enum Plan {
+    Gemm(GemmDesc, [usize; 3]),
+    Gemv(GemvDesc, [usize; 3]),
+}
+
+/// Plans one runtime keeps before [`Runtime::plan_gemm`] refuses more (the Python side keeps
+/// 512 and clears both at once).
+const PLANS_MAX: usize = 4096;
 
 impl Runtime {
     /// With the GIL released: checks with the driver each operand not marked trusted, then
@@ -356,6 +371,7 @@ impl Runtime {
                     tuned,
                     ctx,
                     ordinal: device,
+                    plans: RwLock::new(Vec::new()),
                 })
             })
         })
@@ -443,6 +459,93 @@ impl Runtime {
         })
     }
 
+    /// Checks a GEMM ([`GemmArgs`]) against the operands' extents, as [`Runtime::gemm`] does
+    /// before each call, and keeps it: returns the plan's index for [`Runtime::launch_plan`].
+    fn plan_gemm(
+        &self,
+        desc: GemmArgs,
+        a_len: usize,
+        b_len: usize,
+        c_len: usize,
+    ) -> PyResult<usize> {
+        let desc = desc.desc();
+        let lens = [a_len, b_len, c_len];
+        desc.problem(lens).map_err(desc_error)?;
+        self.keep(Plan::Gemm(desc, lens))
+    }
+
+    /// [`Runtime::plan_gemm`] for a GEMV ([`GemvArgs`]; extents of A, x and y).
+    fn plan_gemv(
+        &self,
+        desc: GemvArgs,
+        a_len: usize,
+        x_len: usize,
+        y_len: usize,
+    ) -> PyResult<usize> {
+        let desc = desc.desc();
+        let lens = [a_len, x_len, y_len];
+        desc.problem(lens).map_err(desc_error)?;
+        self.keep(Plan::Gemv(desc, lens))
+    }
+
+    /// Forgets every plan: the indices handed out before name none.
+    fn clear_plans(&self) {
+        if let Ok(mut plans) = self.plans.write() {
+            plans.clear();
+        }
+    }
+
+    /// The call of plan `plan` ([`Runtime::plan_gemm`], [`Runtime::plan_gemv`]) on the
+    /// operands at `a`, `b` (x) and `c` (y), whose extents are the plan's, on `stream`;
+    /// `trusted` as [`Runtime::gemm`]'s. Positional only, the cheapest call there is: the
+    /// Python side's plan cache makes it for a call it has planned before, after checking what
+    /// could differ since (devices, streams, alignment, overlap).
+    #[allow(clippy::too_many_arguments)]
+    fn launch_plan(
+        &self,
+        py: Python<'_>,
+        plan: usize,
+        a: u64,
+        b: u64,
+        c: u64,
+        stream: usize,
+        trusted: u8,
+    ) -> PyResult<()> {
+        let found = self
+            .plans
+            .read()
+            .ok()
+            .and_then(|plans| plans.get(plan).copied());
+        match found {
+            Some(Plan::Gemm(desc, lens)) => {
+                let ops = operands(
+                    ["a", "b", "out"],
+                    [(a, lens[0]), (b, lens[1]), (c, lens[2])],
+                    trusted,
+                )?;
+                // SAFETY: as the note above this `impl` says; the plan checked the descriptor
+                // against these extents.
+                self.launch(py, "gemm", ops, || unsafe {
+                    self.tuned.gemm_raw(stream, &desc, a, b, c)
+                })
+            }
+            Some(Plan::Gemv(desc, lens)) => {
+                let ops = operands(
+                    ["a", "x", "out"],
+                    [(a, lens[0]), (b, lens[1]), (c, lens[2])],
+                    trusted,
+                )?;
+                // SAFETY: as for the GEMM above.
+                self.launch(py, "gemv", ops, || unsafe {
+                    self.tuned.gemv_raw(stream, &desc, a, b, c)
+                })
+            }
+            None => Err(PyValueError::new_err(format!(
+                "no plan {plan}: plans come from plan_gemm or plan_gemv and end with clear_plans"
+            ))),
+        }
+    }
+
     /// What the runtime would run for this GEMM and why (the rule, the config, the guard).
     fn explain_gemm(&self, desc: GemmArgs) -> PyResult<String> {
         let desc = desc.desc();
@@ -459,6 +562,20 @@ impl Runtime {
 }
 
 impl Runtime {
+    fn keep(&self, plan: Plan) -> PyResult<usize> {
+        let mut plans = self
+            .plans
+            .write()
+            .map_err(|_| Error::new_err("the plan list was poisoned by a panic"))?;
+        if plans.len() >= PLANS_MAX {
+            return Err(PyValueError::new_err(format!(
+                "{PLANS_MAX} plans kept: clear_plans() first"
+            )));
+        }
+        plans.push(plan);
+        Ok(plans.len() - 1)
+    }
+
     fn describe(&self, op: Op, shape: Shape) -> PyResult<String> {
         guarded("explain", || {
             Ok(self.tuned.explain(op, shape).describe(op, shape))

@@ -152,6 +152,25 @@ class Recorder:
     def __init__(self):
         self.calls = []
         self.trusted = []
+        self.plans = []
+
+    def plan_gemm(self, desc, *lens):
+        self.plans.append(("gemm", desc, lens))
+        return len(self.plans) - 1
+
+    def plan_gemv(self, desc, *lens):
+        self.plans.append(("gemv", desc, lens))
+        return len(self.plans) - 1
+
+    def clear_plans(self):
+        self.plans.clear()
+
+    def launch_plan(self, plan, a, b, c, stream, trusted):
+        """Records the planned call as the launch it stands for (the descriptor and extents
+        its plan holds), as ``gemm`` / ``gemv`` would record it."""
+        op, desc, (la, lb, lc) = self.plans[plan]
+        self.calls.append((op, (desc, a, la, b, lb, c, lc, stream)))
+        self.trusted.append(trusted)
 
     def gemm(self, *args, trusted=0):
         self.calls.append(("gemm", args))

@@ -37,6 +37,17 @@ class NullRuntime:
     def gemv(self, *args, trusted=0):
         pass
 
+    def plan_gemm(self, *args):
+        return 0
+
+    plan_gemv = plan_gemm
+
+    def clear_plans(self):
+        pass
+
+    def launch_plan(self, plan, a, b, c, stream, trusted):
+        pass
+
 
 def _torch():
     """Real PyTorch on a GPU, else the stand-in module (installed as ``torch``)."""

@@ -263,3 +263,17 @@ def test_torch_subclasses_read_as_tensors(fake_torch, tuned, recorder):
         tuned.gemm(fake_torch.tensor(8, 32), w, out=fake_torch.tensor(8, 16), trans_b=True)
     assert recorder.calls[0][1][0] == recorder.calls[1][1][0]
     assert recorder.calls[1][1][3] == w.data_ptr()
+
+
+def test_past_the_cap_both_caches_are_cleared_and_calls_stay_right(tuned, recorder, monkeypatch):
+    """The runtime's plans are dropped with the cache's: a plan index never outlives its
+    entry, and a call planned again launches what a fresh Tuned would."""
+    import autotune as at
+
+    monkeypatch.setattr(at, "_PLANS_MAX", 3)
+    for k in (8, 12, 16, 20):
+        tuned.gemm(F((4, k)), F((k, 4)), out=F((4, 4)))
+    assert len(tuned._plans) == 1 and len(recorder.plans) == 1
+    again = (F((4, 20)), F((20, 4)), F((4, 4)))
+    tuned.gemm(*again[:2], out=again[2])
+    assert recorder.calls[-1] == outcome(lambda t: t.gemm(*again[:2], out=again[2]))[1][0]
