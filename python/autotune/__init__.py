@@ -224,6 +224,7 @@ class Tuned:
                            None if online is None else os.fspath(online), bool(quiet))
         self._device = device
         self._plans = {}
+        self._fast = None
 
     @classmethod
     def _with_runtime(cls, runtime):
@@ -232,6 +233,7 @@ class Tuned:
         self._rt = runtime
         self._device = runtime.device
         self._plans = {}
+        self._fast = None
         return self
 
     @property
@@ -332,6 +334,49 @@ class Tuned:
                 self._rt.clear_plans()
             plans[key] = (plan_with(desc, *entry[1:4]),) + entry
 
+    def _torch_fast(self):
+        """The tensor fast path: the extension's ``torch_call``, handed what it reads with
+        (``use_torch``: PyTorch's objects and this cache), or :meth:`_torch_call` on a runtime
+        without one (tests' stand-ins)."""
+        use = getattr(self._rt, "use_torch", None)
+        if use is None:
+            return self._torch_call
+        st = _torch_state
+        use(st["float32"], st["strided"], list(st["trusted"]), st["raw_stream"], self._plans)
+        return self._rt.torch_call
+
+    def _torch_call(self, op, ta, tb, alpha, beta, a, b, out):
+        """The extension's ``torch_call`` in Python (its doc says what it checks): launches
+        and returns True, or returns False for the general path."""
+        ts = _torch_state["trusted"]
+        if not (type(out) in ts and type(a) in ts and type(b) in ts and type(ta) is bool
+                and type(tb) is bool and type(alpha) is float and type(beta) is float
+                and (alpha or _copysign(1.0, alpha) > 0) and (beta or _copysign(1.0, beta) > 0)):
+            return False
+        f32, strided, dev = _torch_state["float32"], _torch_state["strided"], self._device
+        try:
+            if not (a.dtype is f32 and b.dtype is f32 and out.dtype is f32 and a.is_cuda
+                    and b.is_cuda and out.is_cuda and a.layout is strided
+                    and b.layout is strided and out.layout is strided):
+                return False
+            hit = self._plans.get((op, ta, tb, alpha, beta, (type(a), a.shape, a.stride()),
+                                   (type(b), b.shape, b.stride()),
+                                   (type(out), out.shape, out.stride())))
+            if hit is None or (a.get_device() != dev or b.get_device() != dev
+                               or out.get_device() != dev):
+                return False
+            pa, pb, pc = a.data_ptr(), b.data_ptr(), out.data_ptr()
+        except Exception:  # read again by the general path, which says what is wrong
+            return False
+        plan, swapped, l0, l1, lc, _, _, trust = hit
+        p0, p1 = (pb, pa) if swapped else (pa, pb)
+        end = pc + 4 * lc
+        if (p0 & 15 or p1 & 15 or pc & 15 or (p0 < end and pc < p0 + 4 * l0)
+                or (p1 < end and pc < p1 + 4 * l1)):
+            return False
+        self._rt.launch_plan(plan, p0, p1, pc, _torch_state["raw_stream"](dev), trust)
+        return True
+
     def _cached(self, op, ta, tb, alpha, beta, a, b, out, stream):
         """The call ``op`` (``"gemm"``, ``"gemv"``: ``b`` is x, ``tb`` False) made from its
         cached plan: ``out`` (allocated when None) once launched, or a :class:`_Miss` for the
@@ -341,40 +386,16 @@ class Tuned:
         streams) without raising; then what could differ is checked again: the GPU of each
         operand, their streams, the alignment of each address and out's overlap with the
         inputs. Any of these failing goes the full path too, which raises with its message."""
-        # PyTorch's own tensors, out given, the current stream: the same key, checks and launch
-        # as below, read with no call in between (what a model's layers call). Anything else,
-        # a miss or a failed check goes on below, which decides afresh.
-        ts = _torch_state.get("trusted")
-        if (ts is not None and stream is None and type(out) in ts and type(a) in ts
-                and type(b) in ts and type(ta) is bool and type(tb) is bool
-                and type(alpha) is float and type(beta) is float
-                and (alpha or _copysign(1.0, alpha) > 0) and (beta or _copysign(1.0, beta) > 0)):
-            f32, strided, dev = _torch_state["float32"], _torch_state["strided"], self._device
-            hit = None
-            try:
-                if (a.dtype is f32 and b.dtype is f32 and out.dtype is f32 and a.is_cuda
-                        and b.is_cuda and out.is_cuda and a.layout is strided
-                        and b.layout is strided and out.layout is strided):
-                    hit = self._plans.get((op, ta, tb, alpha, beta,
-                                           (type(a), a.shape, a.stride()),
-                                           (type(b), b.shape, b.stride()),
-                                           (type(out), out.shape, out.stride())))
-                    if hit is not None and (a.get_device() != dev or b.get_device() != dev
-                                            or out.get_device() != dev):
-                        hit = None
-                    if hit is not None:
-                        pa, pb, pc = a.data_ptr(), b.data_ptr(), out.data_ptr()
-            except Exception:  # read again below, which says what is wrong
-                hit = None
-            if hit is not None:
-                plan, swapped, l0, l1, lc, _, _, trust = hit
-                p0, p1 = (pb, pa) if swapped else (pa, pb)
-                end = pc + 4 * lc
-                if not (p0 & 15 or p1 & 15 or pc & 15 or (p0 < end and pc < p0 + 4 * l0)
-                        or (p1 < end and pc < p1 + 4 * l1)):
-                    self._rt.launch_plan(plan, p0, p1, pc, _torch_state["raw_stream"](dev),
-                                         trust)
-                    return out
+        # PyTorch's own tensors, out given, the current stream (what a model's layers call):
+        # the same key, checks and launch as below, in the extension (torch_call) or, on a
+        # stand-in runtime, in _torch_call. A miss or a failed check goes on below, which
+        # decides afresh.
+        if stream is None and out is not None and _torch_state.get("trusted") is not None:
+            fast = self._fast
+            if fast is None:
+                fast = self._fast = self._torch_fast()
+            if fast(op, ta, tb, alpha, beta, a, b, out):
+                return out
         ra, rb = _quick(a), _quick(b)
         rc = _NO_OUT if out is None else _quick(out)
         if (ra is None or rb is None or rc is None

@@ -38,11 +38,13 @@ use autotune::{MathPolicy, Op, Shape, Tuned};
 use cudarc::driver::{sys, CudaContext};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyTuple};
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, OnceLock, RwLock};
 
 create_exception!(
     autotune,
@@ -264,6 +266,23 @@ struct Runtime {
     /// one ([`Runtime::launch_plan`]) passes its index and the operands' addresses, not the
     /// descriptor, which was checked against the extents once.
     plans: RwLock<Vec<Plan>>,
+    /// What [`Runtime::torch_call`] reads PyTorch tensors with ([`Runtime::use_torch`]).
+    torch: OnceLock<TorchApi>,
+}
+
+/// PyTorch's objects the tensor fast path compares with and calls, and the Python side's plan
+/// cache it looks calls up in, handed over once ([`Runtime::use_torch`]).
+struct TorchApi {
+    float32: Py<PyAny>,
+    strided: Py<PyAny>,
+    /// The exact tensor types whose views the extension trusts (`torch.Tensor`,
+    /// `torch.nn.Parameter`: the Python side's `_torch_state["trusted"]`).
+    types: Vec<Py<PyAny>>,
+    /// `torch._C._cuda_getCurrentRawStream` (or what stands for it): the current stream of
+    /// a GPU, asked on every call.
+    raw_stream: Py<PyAny>,
+    /// `Tuned._plans`: key -> (plan, swapped, len0, len1, out_len, out_shape, like, trusted).
+    plans: Py<PyDict>,
 }
 
 /// A checked call of [`Runtime::plans`]: the descriptor and the operands' extents (elements).
@@ -372,6 +391,7 @@ impl Runtime {
                     ctx,
                     ordinal: device,
                     plans: RwLock::new(Vec::new()),
+                    torch: OnceLock::new(),
                 })
             })
         })
@@ -546,6 +566,67 @@ impl Runtime {
         }
     }
 
+    /// Hands over what [`Runtime::torch_call`] needs (the first hand-over stays): PyTorch's
+    /// `float32` and `strided`, the exact tensor types trusted, the current-stream function
+    /// and the Python side's plan cache (a dict it only ever clears, never replaces).
+    fn use_torch(
+        &self,
+        float32: Py<PyAny>,
+        strided: Py<PyAny>,
+        types: Vec<Py<PyAny>>,
+        raw_stream: Py<PyAny>,
+        plans: Py<PyDict>,
+    ) {
+        let _ = self.torch.set(TorchApi {
+            float32,
+            strided,
+            types,
+            raw_stream,
+            plans,
+        });
+    }
+
+    /// The Python side's cached call on PyTorch tensors (`Tuned._cached`'s first branch, here
+    /// to spare the interpreter): `op` (`"gemm"`, `"gemv"`: `b` is x) with `out` given, on the
+    /// current stream. Launches and returns true only where the Python side would launch from
+    /// its cache: `a`, `b` and `out` of exactly a trusted tensor type, CUDA float32 and
+    /// strided, the flags `bool` and the scalars `float` (no -0.0), a plan under the same key
+    /// (op, flags, scalars, each tensor's type, shape and strides), every tensor on this GPU,
+    /// each address a 16-byte multiple, `out` clear of the inputs. Anything else, an error
+    /// reading a tensor included, returns false, and the Python side decides afresh; an error
+    /// of the launch itself is raised.
+    #[allow(clippy::too_many_arguments)]
+    fn torch_call(
+        &self,
+        py: Python<'_>,
+        op: &Bound<'_, PyAny>,
+        ta: &Bound<'_, PyAny>,
+        tb: &Bound<'_, PyAny>,
+        alpha: &Bound<'_, PyAny>,
+        beta: &Bound<'_, PyAny>,
+        a: &Bound<'_, PyAny>,
+        b: &Bound<'_, PyAny>,
+        out: &Bound<'_, PyAny>,
+    ) -> PyResult<bool> {
+        let Some(api) = self.torch.get() else {
+            return Ok(false);
+        };
+        let Ok(Some((plan, [p0, p1, pc], trusted))) =
+            self.torch_hit(py, api, [op, ta, tb, alpha, beta], [a, b, out])
+        else {
+            return Ok(false);
+        };
+        let stream = match api.raw_stream.bind(py).call1((self.ordinal,)) {
+            Ok(s) => match s.extract::<usize>() {
+                Ok(s) => s,
+                Err(_) => return Ok(false),
+            },
+            Err(_) => return Ok(false),
+        };
+        self.launch_plan(py, plan, p0, p1, pc, stream, trusted)
+            .map(|()| true)
+    }
+
     /// What the runtime would run for this GEMM and why (the rule, the config, the guard).
     fn explain_gemm(&self, desc: GemmArgs) -> PyResult<String> {
         let desc = desc.desc();
@@ -562,6 +643,90 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// [`Runtime::torch_call`]'s reading and checks: the plan, the addresses in the runtime's
+    /// order (A, B or x, out) and the trusted mask of a call it may launch; `None` where the
+    /// Python side decides (an `Err` reading a tensor means the same).
+    fn torch_hit(
+        &self,
+        py: Python<'_>,
+        api: &TorchApi,
+        [op, ta, tb, alpha, beta]: [&Bound<'_, PyAny>; 5],
+        tensors: [&Bound<'_, PyAny>; 3],
+    ) -> PyResult<Option<(usize, [u64; 3], u8)>> {
+        if !(ta.is_exact_instance_of::<PyBool>() && tb.is_exact_instance_of::<PyBool>()) {
+            return Ok(None);
+        }
+        for x in [alpha, beta] {
+            // -0.0 keys as 0.0, but the plan's descriptor carries the sign of the first call.
+            if !x.is_exact_instance_of::<PyFloat>()
+                || x.extract::<f64>()?.to_bits() == (-0.0f64).to_bits()
+            {
+                return Ok(None);
+            }
+        }
+        let (f32, strided) = (api.float32.bind(py), api.strided.bind(py));
+        let mut parts = Vec::with_capacity(3);
+        for t in tensors {
+            let tp = t.get_type();
+            if !api.types.iter().any(|k| tp.is(k.bind(py))) {
+                return Ok(None);
+            }
+            if !(t.getattr(intern!(py, "dtype"))?.is(f32)
+                && t.getattr(intern!(py, "is_cuda"))?.is_truthy()?
+                && t.getattr(intern!(py, "layout"))?.is(strided))
+            {
+                return Ok(None);
+            }
+            parts.push(PyTuple::new(
+                py,
+                [
+                    tp.into_any(),
+                    t.getattr(intern!(py, "shape"))?,
+                    t.call_method0(intern!(py, "stride"))?,
+                ],
+            )?);
+        }
+        let mut items: Vec<Bound<'_, PyAny>> = vec![
+            op.clone(),
+            ta.clone(),
+            tb.clone(),
+            alpha.clone(),
+            beta.clone(),
+        ];
+        items.extend(parts.into_iter().map(Bound::into_any));
+        let key = PyTuple::new(py, items)?;
+        let Some(entry) = api.plans.bind(py).get_item(key)? else {
+            return Ok(None);
+        };
+        let entry = entry.cast_into::<PyTuple>()?;
+        let mut ptrs = [0u64; 3];
+        for (t, p) in tensors.iter().zip(ptrs.iter_mut()) {
+            if t.call_method0(intern!(py, "get_device"))?
+                .extract::<i64>()?
+                != self.ordinal as i64
+            {
+                return Ok(None);
+            }
+            *p = t.call_method0(intern!(py, "data_ptr"))?.extract()?;
+        }
+        let plan: usize = entry.get_item(0)?.extract()?;
+        let swapped: bool = entry.get_item(1)?.extract()?;
+        let lens: [usize; 3] = [
+            entry.get_item(2)?.extract()?,
+            entry.get_item(3)?.extract()?,
+            entry.get_item(4)?.extract()?,
+        ];
+        let trusted: u8 = entry.get_item(7)?.extract()?;
+        let [pa, pb, pc] = ptrs;
+        let (p0, p1) = if swapped { (pb, pa) } else { (pa, pb) };
+        let end = pc.saturating_add(4 * lens[2] as u64);
+        let overlaps = |p: u64, len: usize| p < end && pc < p.saturating_add(4 * len as u64);
+        if (p0 | p1 | pc) & 15 != 0 || overlaps(p0, lens[0]) || overlaps(p1, lens[1]) {
+            return Ok(None);
+        }
+        Ok(Some((plan, [p0, p1, pc], trusted)))
+    }
+
     fn keep(&self, plan: Plan) -> PyResult<usize> {
         let mut plans = self
             .plans

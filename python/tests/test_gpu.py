@@ -279,3 +279,44 @@ def test_per_call_overhead_against_rust(tuned):
           % (py_us, rust_us, rust_raw_us, mm_us, nt_us, nt_mm_us, gemv_us, mv_us))
     # A sanity bound, not the target (<= 3 us over Rust): the table reports that.
     assert py_us < 100
+
+
+def test_the_tensor_fast_path_launches_only_what_the_full_path_would(tuned):
+    """The extension's ``torch_call`` (a cached call on PyTorch tensors, out given): a call of
+    a planned layout launches and matches torch.mm; another stride, a scalar's type, -0.0, a
+    misaligned view, an out overlapping an input or a CPU tensor is left to the full path
+    (False), which computes or raises as on a first call."""
+    t = autotune.Tuned(quiet=True)
+    a, b = torch.randn(64, 48, device="cuda"), torch.randn(48, 32, device="cuda")
+    c = torch.empty(64, 32, device="cuda")
+    t.gemm(a, b, out=c)  # plans the layout, and hands PyTorch over to the extension
+    assert t._fast == t._rt.torch_call
+    a2, b2, c2 = torch.randn_like(a), torch.randn_like(b), torch.full_like(c, float("nan"))
+    assert t._rt.torch_call("gemm", False, False, 1.0, 0.0, a2, b2, c2) is True
+    torch.testing.assert_close(c2, torch.mm(a2, b2), rtol=1e-5, atol=1e-5)
+    bt = torch.randn(32, 48, device="cuda").t()  # B stored transposed: another key
+    big = torch.randn(64 * 48 + 4, device="cuda")
+    for args in [
+        ("gemm", False, False, 1.0, 0.0, a2, bt, c2),
+        ("gemm", False, False, 1, 0.0, a2, b2, c2),  # an int alpha keys elsewhere
+        ("gemm", False, False, 1.0, -0.0, a2, b2, c2),
+        ("gemm", False, False, 1.0, 0.0, big[1:1 + 64 * 48].view(64, 48), b2, c2),
+        ("gemm", False, False, 1.0, 0.0, a2, b2, a2.view(-1)[:64 * 32].view(64, 32)),
+        ("gemm", False, False, 1.0, 0.0, a2.cpu(), b2, c2),
+    ]:
+        assert t._rt.torch_call(*args) is False, args[3:5]
+    with pytest.raises(ValueError, match="overlaps"):
+        t.gemm(a2, b2, out=a2.view(-1)[:64 * 32].view(64, 32))
+    with pytest.raises(ValueError, match="multiple of 16"):
+        t.gemm(big[1:1 + 64 * 48].view(64, 48), b2, out=c2)
+    # The same layout again through Tuned.gemm: the fast path, right.
+    for _ in range(3):
+        a3, b3 = torch.randn_like(a), torch.randn_like(b)
+        out = t.gemm(a3, b3, out=c2)
+        assert out is c2
+        torch.testing.assert_close(c2, torch.mm(a3, b3), rtol=1e-5, atol=1e-5)
+    # gemv's key too.
+    x, y = torch.randn(48, device="cuda"), torch.empty(64, device="cuda")
+    t.gemv(a2, x, out=y)
+    assert t._rt.torch_call("gemv", False, False, 1.0, 0.0, a, x, y) is True
+    torch.testing.assert_close(y, torch.mv(a, x), rtol=1e-5, atol=1e-5)
