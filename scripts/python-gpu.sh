@@ -76,6 +76,17 @@ if overhead:
             r["shape"], r["python_us"], us(rust),
             "%+.2f us" % (r["python_us"] - rust) if rust is not None else "-",
             us(r.get("rust_raw_us")), r["torch_mm_us"]))
+    same = [r for r in overhead if r.get("rust_same_us") is not None]
+    if same:
+        print("\nIn one process, runs of 200 calls taken in turns (median of 15 each): the Python")
+        print("call, and Tuned::gemm_raw called from Rust inside the extension on the same plan and")
+        print("tensors. Two processes on one machine differ by more than the difference sought.\n")
+        print("| problem | autotune from Python | Rust gemm_raw | Python - Rust |")
+        print("|---|---|---|---|")
+        for r in same:
+            print("| %s | %.2f us | %.2f us | %+.2f us |" % (
+                r["shape"], r["python_same_us"], r["rust_same_us"],
+                r["python_same_us"] - r["rust_same_us"]))
 PY
   cat "$OUT/python-gpu.md"
 fi

@@ -627,6 +627,67 @@ impl Runtime {
             .map(|()| true)
     }
 
+    /// Host microseconds per call of `calls` back-to-back calls of plan `plan` straight from
+    /// Rust ([`Tuned::gemm_raw`] / [`Tuned::gemv_raw`], what a Rust product calls), on
+    /// `stream`, then waits for the device: the per-call baseline the Python call is compared
+    /// with in the same process (python/tests/overhead_bench.py), where the machine's state is
+    /// the same for both. The operands must be device memory of this GPU holding the plan's
+    /// extents, as for [`Runtime::launch_plan`] with every bit of `trusted` set.
+    #[allow(clippy::too_many_arguments)]
+    fn _time_rust_calls(
+        &self,
+        py: Python<'_>,
+        plan: usize,
+        a: u64,
+        b: u64,
+        c: u64,
+        stream: usize,
+        calls: usize,
+    ) -> PyResult<f64> {
+        let Some(found) = self
+            .plans
+            .read()
+            .ok()
+            .and_then(|plans| plans.get(plan).copied())
+        else {
+            return Err(PyValueError::new_err(format!("no plan {plan}")));
+        };
+        let ops = operands(["a", "b", "out"], [(a, 0), (b, 0), (c, 0)], 0)?;
+        py.detach(|| {
+            guarded("timing", || {
+                // The driver vouches for the operands once, with the plan's extents.
+                let lens = match found {
+                    Plan::Gemm(_, l) | Plan::Gemv(_, l) => l,
+                };
+                self.ctx
+                    .bind_to_thread()
+                    .map_err(|e| Error::new_err(format!("binding the context: {e:?}")))?;
+                for (op, len) in ops.iter().zip(lens) {
+                    check_pointer(self.ordinal, &Operand { len, ..*op })?;
+                }
+                let start = std::time::Instant::now();
+                for _ in 0..calls {
+                    // SAFETY: each pointer was just checked to be device memory of this GPU
+                    // holding the plan's extent, which the plan's descriptor was checked
+                    // against; the caller keeps them alive until this returns, which waits
+                    // for the device.
+                    match found {
+                        Plan::Gemm(desc, _) => unsafe {
+                            self.tuned.gemm_raw(stream, &desc, a, b, c)
+                        },
+                        Plan::Gemv(desc, _) => unsafe {
+                            self.tuned.gemv_raw(stream, &desc, a, b, c)
+                        },
+                    }
+                    .map_err(runtime_error)?;
+                }
+                let us = start.elapsed().as_secs_f64() * 1e6 / calls.max(1) as f64;
+                self.tuned.synchronize().map_err(runtime_error)?;
+                Ok(us)
+            })
+        })
+    }
+
     /// What the runtime would run for this GEMM and why (the rule, the config, the guard).
     fn explain_gemm(&self, desc: GemmArgs) -> PyResult<String> {
         let desc = desc.desc();

@@ -142,9 +142,13 @@ def gpu_main(args):
         ("torch.mm", lambda: torch.mm(a, b, out=c)),
     ]
     got = {name: [] for name, _ in timed}
+    rust_here = "Rust gemm_raw, this process"
+    got[rust_here] = []
     for _ in range(args.rounds):
         for name, fn in timed:
             got[name].append(per_call_us(fn, 200, 30, warmup=50, sync=torch.cuda.synchronize))
+        got[rust_here].append(statistics.median(
+            rt._time_rust_calls(plan, pa, pb, pc, raw(0), 200) for _ in range(30)))
     rows = [(name, statistics.median(v)) for name, v in got.items()]
     if args.rust:
         r = subprocess.run([args.rust, str(m), str(n), str(k), "200", "30"], capture_output=True,
@@ -157,6 +161,7 @@ def gpu_main(args):
     for name, us in rows:
         print("  %-30s %7.2f us" % (name, us))
     d = dict(rows)
+    print("  %-30s %+7.2f us" % ("Python - Rust, this process", d["Tuned.gemm (Python)"] - d[rust_here]))
     if "Rust gemm_ex" in d:
         print("  %-30s %+7.2f us" % ("Python - Rust gemm_ex", d["Tuned.gemm (Python)"] - d["Rust gemm_ex"]))
 

@@ -253,6 +253,20 @@ def test_per_call_overhead_against_rust(tuned):
     c = torch.empty(m, n, device="cuda")
     py_us = _host_us_per_call(lambda: tuned.gemm(a, b, out=c))
     mm_us = _host_us_per_call(lambda: torch.mm(a, b, out=c))
+    # The Rust call in this process, on the plan the Python call launches (the machine's
+    # state the same for both): runs of 200 Tuned::gemm_raw calls in the extension, turn
+    # about with runs of the Python call.
+    fresh = autotune.Tuned(quiet=True)
+    fresh.gemm(a, b, out=c)
+    (plan, *_), = fresh._plans.values()
+    raw = torch._C._cuda_getCurrentRawStream
+    args = (plan, a.data_ptr(), b.data_ptr(), c.data_ptr(), raw(0), 200)
+    py_runs, rust_runs = [], []
+    for _ in range(15):
+        py_runs.append(per_call_us(lambda: fresh.gemm(a, b, out=c), 200, 1, warmup=20,
+                                   sync=torch.cuda.synchronize))
+        rust_runs.append(fresh._rt._time_rust_calls(*args))
+    py_same, rust_same = statistics.median(py_runs), statistics.median(rust_runs)
     # The layer call x @ w.t() (NT) and gemv, Python only (the Rust benchmark is NN gemm).
     wt = torch.randn(n, k, device="cuda").t()
     x, y = torch.randn(k, device="cuda"), torch.empty(m, device="cuda")
@@ -269,7 +283,8 @@ def test_per_call_overhead_against_rust(tuned):
         # gemm_ex (a Rust product's call), and gemm_raw (the extension's, less its checks).
         rust_us, rust_raw_us = got["us_per_call"], got.get("raw_us_per_call")
     REPORT.append(dict(kind="overhead", shape="%dx%dx%d" % (m, n, k), python_us=py_us,
-                       rust_us=rust_us, rust_raw_us=rust_raw_us, torch_mm_us=mm_us))
+                       rust_us=rust_us, rust_raw_us=rust_raw_us, torch_mm_us=mm_us,
+                       python_same_us=py_same, rust_same_us=rust_same))
     REPORT.append(dict(kind="overhead", shape="%dx%dx%d:nt" % (m, n, k), python_us=nt_us,
                        rust_us=None, torch_mm_us=nt_mm_us))
     REPORT.append(dict(kind="overhead", shape="gemv %dx%d" % (m, k), python_us=gemv_us,
