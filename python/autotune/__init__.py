@@ -30,7 +30,6 @@ from . import _arrays, _cudalibs, _plan
 from ._native import Error, check_gemm as _check_gemm, check_gemv as _check_gemv
 from ._native import device_count as _device_count
 from ._arrays import TORCH_STREAM as _TORCH_STREAM, quick as _quick
-from ._arrays import _torch_state
 
 __all__ = ["Tuned", "Error", "device_count", "check_gemm", "check_gemv", "SHIPPED_DB"]
 __version__ = "0.1.0"
@@ -265,6 +264,10 @@ class Tuned:
         (``torch.empty`` / ``cupy.empty`` on ``a``'s GPU; JAX inputs need ``out=``); an ``out``
         given may be a transposed view too. Launched on the arrays' stream, or ``stream``.
         """
+        fast = self._fast
+        if fast is not None and out is not None and stream is None and fast(
+                "gemm", trans_a, trans_b, alpha, beta, a, b, out):
+            return out
         got = self._cached("gemm", trans_a, trans_b, alpha, beta, a, b, out, stream)
         if got.__class__ is not _Miss:
             return got
@@ -294,6 +297,10 @@ class Tuned:
         2-D ``x`` (``batch x length``) make a strided batch. ``out=None`` allocates as
         :meth:`gemm` does.
         """
+        fast = self._fast
+        if fast is not None and out is not None and stream is None and fast(
+                "gemv", trans, False, alpha, beta, a, x, out):
+            return out
         got = self._cached("gemv", trans, False, alpha, beta, a, x, out, stream)
         if got.__class__ is not _Miss:
             return got
@@ -338,22 +345,27 @@ class Tuned:
         """The tensor fast path: the extension's ``torch_call``, handed what it reads with
         (``use_torch``: PyTorch's objects and this cache), or :meth:`_torch_call` on a runtime
         without one (tests' stand-ins)."""
+        st = _arrays._torch_state
+        # One GPU in this process: every CUDA tensor is on it, so no call asks a tensor's.
+        count = getattr(getattr(st["module"], "cuda", None), "device_count", None)
+        self._one_gpu = self._device == 0 and count is not None and count() == 1
         use = getattr(self._rt, "use_torch", None)
         if use is None:
             return self._torch_call
-        st = _torch_state
-        use(st["float32"], st["strided"], list(st["trusted"]), st["raw_stream"], self._plans)
+        use(st["float32"], st["strided"], list(st["trusted"]), st["raw_stream"], self._plans,
+            self._one_gpu)
         return self._rt.torch_call
 
     def _torch_call(self, op, ta, tb, alpha, beta, a, b, out):
         """The extension's ``torch_call`` in Python (its doc says what it checks): launches
         and returns True, or returns False for the general path."""
-        ts = _torch_state["trusted"]
+        st = _arrays._torch_state
+        ts = st["trusted"]
         if not (type(out) in ts and type(a) in ts and type(b) in ts and type(ta) is bool
                 and type(tb) is bool and type(alpha) is float and type(beta) is float
                 and (alpha or _copysign(1.0, alpha) > 0) and (beta or _copysign(1.0, beta) > 0)):
             return False
-        f32, strided, dev = _torch_state["float32"], _torch_state["strided"], self._device
+        f32, strided, dev = st["float32"], st["strided"], self._device
         try:
             if not (a.dtype is f32 and b.dtype is f32 and out.dtype is f32 and a.is_cuda
                     and b.is_cuda and out.is_cuda and a.layout is strided
@@ -362,8 +374,8 @@ class Tuned:
             hit = self._plans.get((op, ta, tb, alpha, beta, (type(a), a.shape, a.stride()),
                                    (type(b), b.shape, b.stride()),
                                    (type(out), out.shape, out.stride())))
-            if hit is None or (a.get_device() != dev or b.get_device() != dev
-                               or out.get_device() != dev):
+            if hit is None or not self._one_gpu and (
+                    a.get_device() != dev or b.get_device() != dev or out.get_device() != dev):
                 return False
             pa, pb, pc = a.data_ptr(), b.data_ptr(), out.data_ptr()
         except Exception:  # read again by the general path, which says what is wrong
@@ -374,7 +386,7 @@ class Tuned:
         if (p0 & 15 or p1 & 15 or pc & 15 or (p0 < end and pc < p0 + 4 * l0)
                 or (p1 < end and pc < p1 + 4 * l1)):
             return False
-        self._rt.launch_plan(plan, p0, p1, pc, _torch_state["raw_stream"](dev), trust)
+        self._rt.launch_plan(plan, p0, p1, pc, st["raw_stream"](dev), trust)
         return True
 
     def _cached(self, op, ta, tb, alpha, beta, a, b, out, stream):
@@ -390,11 +402,11 @@ class Tuned:
         # the same key, checks and launch as below, in the extension (torch_call) or, on a
         # stand-in runtime, in _torch_call. A miss or a failed check goes on below, which
         # decides afresh.
-        if stream is None and out is not None and _torch_state.get("trusted") is not None:
-            fast = self._fast
-            if fast is None:
-                fast = self._fast = self._torch_fast()
-            if fast(op, ta, tb, alpha, beta, a, b, out):
+        # (gemm and gemv try it first once it is set; this sets it on the first chance.)
+        if (self._fast is None and stream is None and out is not None
+                and _arrays._torch_state.get("trusted") is not None):
+            self._fast = self._torch_fast()
+            if self._fast(op, ta, tb, alpha, beta, a, b, out):
                 return out
         ra, rb = _quick(a), _quick(b)
         rc = _NO_OUT if out is None else _quick(out)

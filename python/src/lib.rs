@@ -283,6 +283,8 @@ struct TorchApi {
     raw_stream: Py<PyAny>,
     /// `Tuned._plans`: key -> (plan, swapped, len0, len1, out_len, out_shape, like, trusted).
     plans: Py<PyDict>,
+    /// The process sees one GPU, this runtime's: every CUDA tensor is on it.
+    one_gpu: bool,
 }
 
 /// A checked call of [`Runtime::plans`]: the descriptor and the operands' extents (elements).
@@ -567,8 +569,10 @@ impl Runtime {
     }
 
     /// Hands over what [`Runtime::torch_call`] needs (the first hand-over stays): PyTorch's
-    /// `float32` and `strided`, the exact tensor types trusted, the current-stream function
-    /// and the Python side's plan cache (a dict it only ever clears, never replaces).
+    /// `float32` and `strided`, the exact tensor types trusted, the current-stream function,
+    /// the Python side's plan cache (a dict it only ever clears, never replaces), and whether
+    /// the process sees one GPU, this runtime's (`torch.cuda.device_count() == 1`, device 0:
+    /// no tensor's GPU is asked).
     fn use_torch(
         &self,
         float32: Py<PyAny>,
@@ -576,6 +580,7 @@ impl Runtime {
         types: Vec<Py<PyAny>>,
         raw_stream: Py<PyAny>,
         plans: Py<PyDict>,
+        one_gpu: bool,
     ) {
         let _ = self.torch.set(TorchApi {
             float32,
@@ -583,6 +588,7 @@ impl Runtime {
             types,
             raw_stream,
             plans,
+            one_gpu,
         });
     }
 
@@ -688,6 +694,38 @@ impl Runtime {
         })
     }
 
+    /// [`Runtime::launch_plan`] holding the GIL through the launch (for the per-call
+    /// benchmark: what releasing it costs a call).
+    #[allow(clippy::too_many_arguments)]
+    fn _launch_plan_holding_gil(
+        &self,
+        plan: usize,
+        a: u64,
+        b: u64,
+        c: u64,
+        stream: usize,
+        trusted: u8,
+    ) -> PyResult<()> {
+        let Some(Plan::Gemm(desc, lens)) = self
+            .plans
+            .read()
+            .ok()
+            .and_then(|plans| plans.get(plan).copied())
+        else {
+            return Err(PyValueError::new_err(format!("no GEMM plan {plan}")));
+        };
+        if trusted != TRUSTED_ALL {
+            return Err(PyValueError::new_err("only for trusted operands"));
+        }
+        let _ = lens;
+        // SAFETY: as launch_plan's, every operand trusted.
+        guarded("gemm", || unsafe {
+            self.tuned
+                .gemm_raw(stream, &desc, a, b, c)
+                .map_err(runtime_error)
+        })
+    }
+
     /// What the runtime would run for this GEMM and why (the rule, the config, the guard).
     fn explain_gemm(&self, desc: GemmArgs) -> PyResult<String> {
         let desc = desc.desc();
@@ -762,9 +800,10 @@ impl Runtime {
         let entry = entry.cast_into::<PyTuple>()?;
         let mut ptrs = [0u64; 3];
         for (t, p) in tensors.iter().zip(ptrs.iter_mut()) {
-            if t.call_method0(intern!(py, "get_device"))?
-                .extract::<i64>()?
-                != self.ordinal as i64
+            if !api.one_gpu
+                && t.call_method0(intern!(py, "get_device"))?
+                    .extract::<i64>()?
+                    != self.ordinal as i64
             {
                 return Ok(None);
             }

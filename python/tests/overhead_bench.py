@@ -136,7 +136,10 @@ def gpu_main(args):
     raw = torch._C._cuda_getCurrentRawStream
     timed = [
         ("Tuned.gemm (Python)", lambda: tuned.gemm(a, b, out=c)),
+        ("extension torch_call", lambda: rt.torch_call("gemm", False, False, 1.0, 0.0, a, b, c)),
         ("extension launch_plan", lambda: rt.launch_plan(plan, pa, pb, pc, raw(0), trust)),
+        ("launch_plan, GIL held",
+         lambda: rt._launch_plan_holding_gil(plan, pa, pb, pc, raw(0), trust)),
         ("extension gemm (descriptor)",
          lambda: rt.gemm(desc, pa, l0, pb, l1, pc, lc, raw(0), trusted=trust)),
         ("torch.mm", lambda: torch.mm(a, b, out=c)),

@@ -277,3 +277,28 @@ def test_past_the_cap_both_caches_are_cleared_and_calls_stay_right(tuned, record
     again = (F((4, 20)), F((20, 4)), F((4, 4)))
     tuned.gemm(*again[:2], out=again[2])
     assert recorder.calls[-1] == outcome(lambda t: t.gemm(*again[:2], out=again[2]))[1][0]
+
+
+@pytest.mark.parametrize("gpus", [1, 2])
+def test_one_gpu_in_the_process_asks_no_tensor_its_gpu(fake_torch, gpus, monkeypatch):
+    """The tensor fast path asks each tensor's GPU only where the process sees several: with
+    one, every CUDA tensor is on it. With two, a tensor on the other GPU is left to the full
+    path, which refuses it."""
+    import types
+
+    t = fake_torch
+    t.cuda = types.SimpleNamespace(device_count=lambda: gpus)
+    tuned, rec = fresh()
+    a, b, c = t.tensor(8, 8), t.tensor(8, 8), t.tensor(8, 8)
+    tuned.gemm(a, b, out=c)  # planned; the next call sets the fast path up
+    asked = []
+    monkeypatch.setattr(type(a), "get_device", lambda self: asked.append(1) or self._device)
+    for _ in range(3):
+        assert tuned.gemm(t.tensor(8, 8), t.tensor(8, 8), out=c) is c
+    assert tuned._fast == tuned._torch_call and tuned._one_gpu == (gpus == 1)
+    assert len(rec.calls) == 4
+    assert bool(asked) == (gpus == 2)
+    if gpus == 2:
+        with pytest.raises(ValueError, match="different GPUs"):
+            tuned.gemm(t.tensor(8, 8, device=1), b, out=c)
+        assert len(rec.calls) == 4
