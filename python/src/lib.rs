@@ -439,16 +439,9 @@ impl Runtime {
         trusted: u8,
     ) -> PyResult<()> {
         let desc = desc.desc();
-        desc.problem([a_len, b_len, c_len]).map_err(desc_error)?;
-        let ops = operands(
-            ["a", "b", "out"],
-            [(a, a_len), (b, b_len), (c, c_len)],
-            trusted,
-        )?;
-        // SAFETY: as the note above this `impl` says.
-        self.launch(py, "gemm", ops, || unsafe {
-            self.tuned.gemm_raw(stream, &desc, a, b, c)
-        })
+        let lens = [a_len, b_len, c_len];
+        desc.problem(lens).map_err(desc_error)?;
+        self.run_plan(py, Plan::Gemm(desc, lens), [a, b, c], stream, trusted)
     }
 
     /// `y = alpha op(A) x + beta y` ([`GemvArgs`], as `GemvDesc`) on `stream`; `trusted` as
@@ -469,16 +462,9 @@ impl Runtime {
         trusted: u8,
     ) -> PyResult<()> {
         let desc = desc.desc();
-        desc.problem([a_len, x_len, y_len]).map_err(desc_error)?;
-        let ops = operands(
-            ["a", "x", "out"],
-            [(a, a_len), (x, x_len), (y, y_len)],
-            trusted,
-        )?;
-        // SAFETY: as the note above this `impl` says.
-        self.launch(py, "gemv", ops, || unsafe {
-            self.tuned.gemv_raw(stream, &desc, a, x, y)
-        })
+        let lens = [a_len, x_len, y_len];
+        desc.problem(lens).map_err(desc_error)?;
+        self.run_plan(py, Plan::Gemv(desc, lens), [a, x, y], stream, trusted)
     }
 
     /// Checks a GEMM ([`GemmArgs`]) against the operands' extents, as [`Runtime::gemm`] does
@@ -533,35 +519,13 @@ impl Runtime {
         stream: usize,
         trusted: u8,
     ) -> PyResult<()> {
-        let found = self
+        match self
             .plans
             .read()
             .ok()
-            .and_then(|plans| plans.get(plan).copied());
-        match found {
-            Some(Plan::Gemm(desc, lens)) => {
-                let ops = operands(
-                    ["a", "b", "out"],
-                    [(a, lens[0]), (b, lens[1]), (c, lens[2])],
-                    trusted,
-                )?;
-                // SAFETY: as the note above this `impl` says; the plan checked the descriptor
-                // against these extents.
-                self.launch(py, "gemm", ops, || unsafe {
-                    self.tuned.gemm_raw(stream, &desc, a, b, c)
-                })
-            }
-            Some(Plan::Gemv(desc, lens)) => {
-                let ops = operands(
-                    ["a", "x", "out"],
-                    [(a, lens[0]), (b, lens[1]), (c, lens[2])],
-                    trusted,
-                )?;
-                // SAFETY: as for the GEMM above.
-                self.launch(py, "gemv", ops, || unsafe {
-                    self.tuned.gemv_raw(stream, &desc, a, b, c)
-                })
-            }
+            .and_then(|plans| plans.get(plan).copied())
+        {
+            Some(found) => self.run_plan(py, found, [a, b, c], stream, trusted),
             None => Err(PyValueError::new_err(format!(
                 "no plan {plan}: plans come from plan_gemm or plan_gemv and end with clear_plans"
             ))),
@@ -742,6 +706,35 @@ impl Runtime {
 }
 
 impl Runtime {
+    /// Launches `plan`'s call (its descriptor checked against its extents) on the operands
+    /// at `ptrs` (A, B or x, the output), on `stream`, `trusted` as [`Runtime::gemm`]'s.
+    fn run_plan(
+        &self,
+        py: Python<'_>,
+        plan: Plan,
+        [a, b, c]: [u64; 3],
+        stream: usize,
+        trusted: u8,
+    ) -> PyResult<()> {
+        match plan {
+            Plan::Gemm(desc, [la, lb, lc]) => {
+                let ops = operands(["a", "b", "out"], [(a, la), (b, lb), (c, lc)], trusted)?;
+                // SAFETY: as the note above the `#[pymethods]` says; the plan's descriptor
+                // was checked against these extents.
+                self.launch(py, "gemm", ops, || unsafe {
+                    self.tuned.gemm_raw(stream, &desc, a, b, c)
+                })
+            }
+            Plan::Gemv(desc, [la, lx, ly]) => {
+                let ops = operands(["a", "x", "out"], [(a, la), (b, lx), (c, ly)], trusted)?;
+                // SAFETY: as for the GEMM above.
+                self.launch(py, "gemv", ops, || unsafe {
+                    self.tuned.gemv_raw(stream, &desc, a, b, c)
+                })
+            }
+        }
+    }
+
     /// [`Runtime::torch_call`]'s reading and checks: the plan, the addresses in the runtime's
     /// order (A, B or x, out) and the trusted mask of a call it may launch; `None` where the
     /// Python side decides (an `Err` reading a tensor means the same).
