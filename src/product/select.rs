@@ -49,6 +49,13 @@ const ALIGN_WEIGHT: f64 = 1.4;
 /// with 4 points below (2 of the H100's plain grid, 1 NT, 1 of the H200's), gemv 1.136x with 1.
 /// The rule before (spread 0.5 for gemm, margin 0.95) reached 1.102x but left 16 gemm points
 /// below 0.97, 8 of them on the NT grid (the layer call, down to 0.728x); spread 0.75 left 8.
+/// Checked again once the beta grids (gemm NN and NT, gemv both paths) and the NT grid's row
+/// counts between powers of two were measured: gemm 1.094x over 1798 points with 9 below
+/// 0.97x (the plain grid's 16x16x256 at 0.390x, predicted 1.72x; the others 0.89-0.96x), gemv
+/// 1.121x over 638 with 1. The margins and spreads that keep the gemm grids to one point in
+/// 300 cost more on random problems than they save (`cover --loo --json` gives each point's
+/// evidence and spread to check a rule with), and random problems of every form measured
+/// since (seeds 3107-3110) had none below 1.0x, so the rule stays.
 /// The first rule (every neighbour alone at most 0.97) called cuBLAS on 48 of 50 random shapes
 /// where our kernels won on 18: held-out shapes lie between grid points, where one far
 /// neighbour of eight is enough to veto.
