@@ -105,9 +105,10 @@ pub struct Bench<'d> {
 }
 
 /// How long the GPU may sit idle (a compile, a validation on the host) before its clocks are
-/// assumed down: an H100 left idle drops its SM clock to a fraction of boost, and the first
-/// microseconds-long samples after it ran up to 4.5x slow (an evaluation timed a 5 us gemv at
-/// 22.8 us, one a 9 us gemv at 0.618x cuBLAS that measured 0.943x again).
+/// assumed down: an idle Hopper GPU lowers its SM clock (345 MHz idle against 1980 MHz under
+/// load, read on an H200 here), and kernels of a few microseconds timed right after a compile
+/// were seen up to 4.5x slow, normal when timed again (a 5 us gemv at 22.8 us, 0.300x cuBLAS
+/// then 1.138x; a 9 us one at 0.618x then 0.943x).
 const IDLE: Duration = Duration::from_millis(20);
 /// How long a warm-up burst keeps the GPU busy before timing after [`IDLE`].
 const RAMP: Duration = Duration::from_millis(3);
