@@ -270,6 +270,16 @@ impl Database {
         found
     }
 
+    /// Every coverage record described ([`Coverage::describe`]), comma-separated, or `none`:
+    /// what an error about a missing record lists.
+    pub fn coverage_list(&self) -> String {
+        if self.coverage.is_empty() {
+            return "none".to_string();
+        }
+        let have: Vec<String> = self.coverage.iter().map(|c| c.describe()).collect();
+        have.join(", ")
+    }
+
     /// The coverage record that predicts for `shape` on `gpu`: the one of the problem's form.
     pub fn coverage_for(&self, gpu: &str, op: Op, shape: Shape) -> Option<&Coverage> {
         self.coverage(gpu, op, &shape.form)

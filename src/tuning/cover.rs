@@ -511,15 +511,10 @@ pub fn portfolio_of(
     form: &Form,
 ) -> Result<Vec<Config>, CoverError> {
     let Some(cov) = db.coverage(gpu, op, form) else {
-        let have: Vec<String> = db.coverage.iter().map(|c| c.describe()).collect();
         return Err(CoverError::NoPortfolio {
             gpu: gpu.to_string(),
             what: format!("no {op} coverage of the {} form", form_name(op, form)),
-            have: if have.is_empty() {
-                "none".to_string()
-            } else {
-                have.join(", ")
-            },
+            have: db.coverage_list(),
         });
     };
     let configs: Vec<Config> = cov

@@ -62,16 +62,11 @@ pub fn leave_one_out(
     form: &Form,
 ) -> Result<LeaveOneOut, LooError> {
     let Some(cov) = db.coverage(gpu, op, form) else {
-        let have: Vec<String> = db.coverage.iter().map(|c| c.describe()).collect();
         return Err(LooError::NoCoverage {
             gpu: gpu.to_string(),
             op,
             tags: form.tags(op),
-            have: if have.is_empty() {
-                "none".to_string()
-            } else {
-                have.join(", ")
-            },
+            have: db.coverage_list(),
         });
     };
     let Some(rec) = db.gpu(gpu) else {
