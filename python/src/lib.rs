@@ -294,6 +294,30 @@ enum Plan {
     Gemv(GemvDesc, [usize; 3]),
 }
 
+impl Plan {
+    /// A GEMM's plan, once its descriptor is checked against the extents `lens`.
+    fn gemm(desc: GemmArgs, lens: [usize; 3]) -> PyResult<Plan> {
+        let desc = desc.desc();
+        desc.problem(lens).map_err(desc_error)?;
+        Ok(Plan::Gemm(desc, lens))
+    }
+
+    /// A GEMV's plan, once its descriptor is checked against the extents `lens`.
+    fn gemv(desc: GemvArgs, lens: [usize; 3]) -> PyResult<Plan> {
+        let desc = desc.desc();
+        desc.problem(lens).map_err(desc_error)?;
+        Ok(Plan::Gemv(desc, lens))
+    }
+
+    /// The op's name and its operands' names in messages, and their extents.
+    fn operands(&self) -> (&'static str, [&'static str; 3], [usize; 3]) {
+        match *self {
+            Plan::Gemm(_, lens) => ("gemm", ["a", "b", "out"], lens),
+            Plan::Gemv(_, lens) => ("gemv", ["a", "x", "out"], lens),
+        }
+    }
+}
+
 /// Plans one runtime keeps before [`Runtime::plan_gemm`] refuses more (the Python side keeps
 /// 512 and clears both at once).
 const PLANS_MAX: usize = 4096;
@@ -438,10 +462,8 @@ impl Runtime {
         stream: usize,
         trusted: u8,
     ) -> PyResult<()> {
-        let desc = desc.desc();
-        let lens = [a_len, b_len, c_len];
-        desc.problem(lens).map_err(desc_error)?;
-        self.run_plan(py, Plan::Gemm(desc, lens), [a, b, c], stream, trusted)
+        let plan = Plan::gemm(desc, [a_len, b_len, c_len])?;
+        self.run_plan(py, plan, [a, b, c], stream, trusted)
     }
 
     /// `y = alpha op(A) x + beta y` ([`GemvArgs`], as `GemvDesc`) on `stream`; `trusted` as
@@ -461,10 +483,8 @@ impl Runtime {
         stream: usize,
         trusted: u8,
     ) -> PyResult<()> {
-        let desc = desc.desc();
-        let lens = [a_len, x_len, y_len];
-        desc.problem(lens).map_err(desc_error)?;
-        self.run_plan(py, Plan::Gemv(desc, lens), [a, x, y], stream, trusted)
+        let plan = Plan::gemv(desc, [a_len, x_len, y_len])?;
+        self.run_plan(py, plan, [a, x, y], stream, trusted)
     }
 
     /// Checks a GEMM ([`GemmArgs`]) against the operands' extents, as [`Runtime::gemm`] does
@@ -476,10 +496,7 @@ impl Runtime {
         b_len: usize,
         c_len: usize,
     ) -> PyResult<usize> {
-        let desc = desc.desc();
-        let lens = [a_len, b_len, c_len];
-        desc.problem(lens).map_err(desc_error)?;
-        self.keep(Plan::Gemm(desc, lens))
+        self.keep(Plan::gemm(desc, [a_len, b_len, c_len])?)
     }
 
     /// [`Runtime::plan_gemm`] for a GEMV ([`GemvArgs`]; extents of A, x and y).
@@ -490,10 +507,7 @@ impl Runtime {
         x_len: usize,
         y_len: usize,
     ) -> PyResult<usize> {
-        let desc = desc.desc();
-        let lens = [a_len, x_len, y_len];
-        desc.problem(lens).map_err(desc_error)?;
-        self.keep(Plan::Gemv(desc, lens))
+        self.keep(Plan::gemv(desc, [a_len, x_len, y_len])?)
     }
 
     /// Forgets every plan: the indices handed out before name none.
@@ -519,17 +533,7 @@ impl Runtime {
         stream: usize,
         trusted: u8,
     ) -> PyResult<()> {
-        match self
-            .plans
-            .read()
-            .ok()
-            .and_then(|plans| plans.get(plan).copied())
-        {
-            Some(found) => self.run_plan(py, found, [a, b, c], stream, trusted),
-            None => Err(PyValueError::new_err(format!(
-                "no plan {plan}: plans come from plan_gemm or plan_gemv and end with clear_plans"
-            ))),
-        }
+        self.run_plan(py, self.plan(plan)?, [a, b, c], stream, trusted)
     }
 
     /// Hands over what [`Runtime::torch_call`] needs (the first hand-over stays): PyTorch's
@@ -614,26 +618,17 @@ impl Runtime {
         stream: usize,
         calls: usize,
     ) -> PyResult<f64> {
-        let Some(found) = self
-            .plans
-            .read()
-            .ok()
-            .and_then(|plans| plans.get(plan).copied())
-        else {
-            return Err(PyValueError::new_err(format!("no plan {plan}")));
-        };
-        let ops = operands(["a", "b", "out"], [(a, 0), (b, 0), (c, 0)], 0)?;
+        let found = self.plan(plan)?;
+        let (_, names, [la, lb, lc]) = found.operands();
+        let ops = operands(names, [(a, la), (b, lb), (c, lc)], 0)?;
         py.detach(|| {
             guarded("timing", || {
                 // The driver vouches for the operands once, with the plan's extents.
-                let lens = match found {
-                    Plan::Gemm(_, l) | Plan::Gemv(_, l) => l,
-                };
                 self.ctx
                     .bind_to_thread()
                     .map_err(|e| Error::new_err(format!("binding the context: {e:?}")))?;
-                for (op, len) in ops.iter().zip(lens) {
-                    check_pointer(self.ordinal, &Operand { len, ..*op })?;
+                for op in &ops {
+                    check_pointer(self.ordinal, op)?;
                 }
                 let start = std::time::Instant::now();
                 for _ in 0..calls {
@@ -641,15 +636,7 @@ impl Runtime {
                     // holding the plan's extent, which the plan's descriptor was checked
                     // against; the caller keeps them alive until this returns, which waits
                     // for the device.
-                    match found {
-                        Plan::Gemm(desc, _) => unsafe {
-                            self.tuned.gemm_raw(stream, &desc, a, b, c)
-                        },
-                        Plan::Gemv(desc, _) => unsafe {
-                            self.tuned.gemv_raw(stream, &desc, a, b, c)
-                        },
-                    }
-                    .map_err(runtime_error)?;
+                    unsafe { self.call_raw(found, stream, [a, b, c]) }.map_err(runtime_error)?;
                 }
                 let us = start.elapsed().as_secs_f64() * 1e6 / calls.max(1) as f64;
                 self.tuned.synchronize().map_err(runtime_error)?;
@@ -670,22 +657,15 @@ impl Runtime {
         stream: usize,
         trusted: u8,
     ) -> PyResult<()> {
-        let Some(Plan::Gemm(desc, lens)) = self
-            .plans
-            .read()
-            .ok()
-            .and_then(|plans| plans.get(plan).copied())
-        else {
+        let found @ Plan::Gemm(..) = self.plan(plan)? else {
             return Err(PyValueError::new_err(format!("no GEMM plan {plan}")));
         };
         if trusted != TRUSTED_ALL {
             return Err(PyValueError::new_err("only for trusted operands"));
         }
-        let _ = lens;
         // SAFETY: as launch_plan's, every operand trusted.
         guarded("gemm", || unsafe {
-            self.tuned
-                .gemm_raw(stream, &desc, a, b, c)
+            self.call_raw(found, stream, [a, b, c])
                 .map_err(runtime_error)
         })
     }
@@ -716,23 +696,48 @@ impl Runtime {
         stream: usize,
         trusted: u8,
     ) -> PyResult<()> {
-        match plan {
-            Plan::Gemm(desc, [la, lb, lc]) => {
-                let ops = operands(["a", "b", "out"], [(a, la), (b, lb), (c, lc)], trusted)?;
-                // SAFETY: as the note above the `#[pymethods]` says; the plan's descriptor
-                // was checked against these extents.
-                self.launch(py, "gemm", ops, || unsafe {
-                    self.tuned.gemm_raw(stream, &desc, a, b, c)
-                })
-            }
-            Plan::Gemv(desc, [la, lx, ly]) => {
-                let ops = operands(["a", "x", "out"], [(a, la), (b, lx), (c, ly)], trusted)?;
-                // SAFETY: as for the GEMM above.
-                self.launch(py, "gemv", ops, || unsafe {
-                    self.tuned.gemv_raw(stream, &desc, a, b, c)
-                })
+        let (what, names, [la, lb, lc]) = plan.operands();
+        let ops = operands(names, [(a, la), (b, lb), (c, lc)], trusted)?;
+        // SAFETY: as the note above the `#[pymethods]` says; the plan's descriptor was checked
+        // against these extents.
+        self.launch(py, what, ops, || unsafe {
+            self.call_raw(plan, stream, [a, b, c])
+        })
+    }
+
+    /// [`Tuned::gemm_raw`] or [`Tuned::gemv_raw`], as `plan` says, on the operands at `a`, `b`
+    /// (x) and `c` (y).
+    ///
+    /// # Safety
+    ///
+    /// As [`Tuned::gemm_raw`]'s, with the plan's extents.
+    unsafe fn call_raw(
+        &self,
+        plan: Plan,
+        stream: usize,
+        [a, b, c]: [u64; 3],
+    ) -> Result<(), RuntimeError> {
+        // SAFETY: the caller's promises, passed on.
+        unsafe {
+            match plan {
+                Plan::Gemm(desc, _) => self.tuned.gemm_raw(stream, &desc, a, b, c),
+                Plan::Gemv(desc, _) => self.tuned.gemv_raw(stream, &desc, a, b, c),
             }
         }
+    }
+
+    /// Plan `index` of [`Runtime::plans`].
+    fn plan(&self, index: usize) -> PyResult<Plan> {
+        self.plans
+            .read()
+            .ok()
+            .and_then(|plans| plans.get(index).copied())
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "no plan {index}: plans come from plan_gemm or plan_gemv and end with \
+                     clear_plans"
+                ))
+            })
     }
 
     /// [`Runtime::torch_call`]'s reading and checks: the plan, the addresses in the runtime's
