@@ -46,6 +46,21 @@ step() { # name estimate-seconds command...
   return 0
 }
 
+# Writes to $3 the database $1 without the gemm entries of the shapes of suite $2: what a
+# product gets on the suite untuned. A step runs it as
+#   step NAME EST bash -c "$(declare -f without_suite); without_suite DB SUITE OUT && ..."
+without_suite() { # db suite out
+  python3 - "$1" "$2" "$3" <<'P'
+import sys, re
+db, suite, dst = sys.argv[1:]
+shapes = set(re.findall(r'"(\d+x\d+x\d+[^"]*)"', open(suite).read()))
+parts = re.split(r'(?m)^(?=\[\[)', open(db).read())
+keep = [p for p in parts if not (p.startswith("[[entry]]") and 'op = "gemm"' in p and re.search(r'(?m)^shape = "(%s)"$' % "|".join(map(re.escape, shapes)), p))]
+open(dst, "w").write("".join(keep))
+print(len(parts) - len(keep), "entries dropped")
+P
+}
+
 finish() {
   echo "done: $(ls "$Q/done" | tr '\n' ' ')"
   [ -n "${OUT:-}" ] && tar czf "$OUT/$(basename "$Q").tgz" -C "$(dirname "$Q")" "$(basename "$Q")"

@@ -15,18 +15,6 @@ DB=$Q/tuning.toml
 nvidia-smi -L | tee -a "$Q/summary.txt"
 U=configs/coverage
 C=(--devices all --db "$DB")
-# The database without the gemm entries of a suite's shapes: what a product gets untuned.
-without_suite() { # suite out
-  python3 - "$DB" "$1" "$2" <<'P'
-import sys, re
-db, suite, dst = sys.argv[1:]
-shapes = set(re.findall(r'"(\d+x\d+x\d+[^"]*)"', open(suite).read()))
-parts = re.split(r'(?m)^(?=\[\[)', open(db).read())
-keep = [p for p in parts if not (p.startswith("[[entry]]") and 'op = "gemm"' in p and re.search(r'(?m)^shape = "(%s)"$' % "|".join(map(re.escape, shapes)), p))]
-open(dst, "w").write("".join(keep))
-print(len(parts) - len(keep), "entries dropped")
-P
-}
 evaluations() {
   for seed in 3107 3108; do
     step "eval-gemm-$seed" 150 "$AT" evaluate --op gemm --random 60 --seed $seed --forms all --devices all \
@@ -34,7 +22,7 @@ evaluations() {
     step "eval-gemv-$seed" 60 "$AT" evaluate --op gemv --random 60 --seed $seed --forms all --devices all \
       --db "$DB" --out "$Q/evaluate-gemv-$seed.md" --json "$Q/evaluate-gemv-$seed.json"
   done
-  step layers-untuned 100 bash -c "$(declare -f without_suite); DB=$DB without_suite configs/suites/gemm-layers.toml $Q/db-nolayers.toml && $AT evaluate --shapes configs/suites/gemm-layers.toml --devices all --db $Q/db-nolayers.toml --out $Q/evaluate-gemm-layers-untuned.md --json $Q/evaluate-gemm-layers-untuned.json"
+  step layers-untuned 100 bash -c "$(declare -f without_suite); without_suite $DB configs/suites/gemm-layers.toml $Q/db-nolayers.toml && $AT evaluate --shapes configs/suites/gemm-layers.toml --devices all --db $Q/db-nolayers.toml --out $Q/evaluate-gemm-layers-untuned.md --json $Q/evaluate-gemm-layers-untuned.json"
   cp "$Q"/evaluate-* "$OUT/" 2>/dev/null
 }
 if nvidia-smi -L | grep -q H200; then

@@ -24,15 +24,7 @@ for seed in 3109 3110; do
   step "eval-gemm-$seed" 200 "$AT" evaluate --op gemm --random 60 --seed $seed --forms all --tune-budget 30 \
     --devices all --db "$DB" --out "$Q/evaluate-gemm-$seed.md" --json "$Q/evaluate-gemm-$seed.json"
 done
-# The database without the gemm entries of the layer suite's shapes: what a product gets untuned.
-python3 - "$DB" configs/suites/gemm-layers.toml "$Q/db-nolayers.toml" <<'P'
-import sys, re
-db, suite, dst = sys.argv[1:]
-shapes = set(re.findall(r'"(\d+x\d+x\d+[^"]*)"', open(suite).read()))
-parts = re.split(r'(?m)^(?=\[\[)', open(db).read())
-keep = [p for p in parts if not (p.startswith("[[entry]]") and 'op = "gemm"' in p and re.search(r'(?m)^shape = "(%s)"$' % "|".join(map(re.escape, shapes)), p))]
-open(dst, "w").write("".join(keep))
-P
+without_suite "$DB" configs/suites/gemm-layers.toml "$Q/db-nolayers.toml"
 step layers-untuned 40 "$AT" evaluate --shapes configs/suites/gemm-layers.toml --devices all \
   --db "$Q/db-nolayers.toml" --out "$Q/evaluate-gemm-layers-untuned.md" --json "$Q/evaluate-gemm-layers-untuned.json"
 # Few files come back: the database, the summary and one archive of the rest.
