@@ -218,7 +218,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
             info.arch,
             devices.ordinals(),
             grid.shapes().len(),
-            if seeds.len() >= portfolio { 0 } else { grid.pool().len() },
+            grid.pool().len(),
             seeds.len(),
             cublas_lib::describe()?
         );

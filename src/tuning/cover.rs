@@ -589,6 +589,11 @@ pub fn cover(
         .collect();
     // Seeds that fill the portfolio leave the pool searches nothing to choose.
     let pool_shapes = if seeds.len() >= opts.portfolio {
+        progress.note(&format!(
+            "{} seeds fill the portfolio of {}: no pool search",
+            seeds.len(),
+            opts.portfolio
+        ));
         Vec::new()
     } else {
         grid.pool()
