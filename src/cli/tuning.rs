@@ -9,7 +9,7 @@ use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::Database;
 use autotune::family::catalog::Catalog;
 use autotune::family::math::MathFilter;
-use autotune::plan::outcome::TuneReport;
+use autotune::plan::outcome::{DrySelection, TuneReport};
 use autotune::problem::{Op, Shape};
 use autotune::report;
 use autotune::search;
@@ -138,6 +138,11 @@ pub(super) struct TuneArgs {
     /// needs NVRTC 12: AUTOTUNE_NVRTC=/path/to/libnvrtc.so.12).
     #[arg(long, help_heading = "Dry run (no GPU)")]
     arch: Option<String>,
+    /// With --dry-run: compile per family a covering set of its valid configs (every value of
+    /// each parameter beside every value of each other one) instead of all of them: a quick
+    /// check that a family compiles for an arch.
+    #[arg(long, requires = "dry_run", help_heading = "Dry run (no GPU)")]
+    covering: bool,
 }
 
 /// Ctrl-C once: finish the current candidate, record the best so far (partial) and stop.
@@ -324,6 +329,11 @@ fn dry_run(
             shape,
             arch,
             &args.families,
+            if args.covering {
+                DrySelection::Covering
+            } else {
+                DrySelection::Every
+            },
             &cache,
             disk.as_ref(),
             bars,

@@ -175,13 +175,29 @@ impl TuneReport {
 pub struct DryRunFamily {
     /// Space sizes.
     pub count: FamilyCount,
+    /// Valid configs the dry run compiled (or tried to): all of them, or a covering set
+    /// ([`DrySelection`]).
+    pub selected: usize,
     /// Configs that compiled.
     pub compiled: usize,
     /// Compile failures: kernel name and the NVRTC log.
     pub failed: Vec<(String, String)>,
 }
 
-/// The result of compiling every candidate for an arch without a GPU.
+/// Which of a shape's valid configs a dry run compiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum DrySelection {
+    /// Every valid config of every family: what tuning the shape would compile.
+    #[default]
+    Every,
+    /// Per family, a pairwise covering set of its valid configs
+    /// ([`crate::family::covering::pairwise`]): every value of every parameter beside every value
+    /// of each other parameter, in a small fraction of the compiles.
+    Covering,
+}
+
+/// The result of compiling every candidate (or a covering set) for an arch without a GPU.
 #[derive(Debug, Clone, Serialize)]
 pub struct DryRunReport {
     /// The op.
@@ -190,6 +206,8 @@ pub struct DryRunReport {
     pub shape: Shape,
     /// The target arch.
     pub arch: String,
+    /// Which valid configs were compiled.
+    pub selection: DrySelection,
     /// The NVRTC version used.
     pub nvrtc: String,
     /// The NVRTC library that was loaded (its path, or the name the loader was given).

@@ -17,7 +17,7 @@ pub mod table;
 pub use table::{Align, Row, Table};
 
 use crate::family::space::params_label;
-use crate::plan::outcome::{DryRunReport, TuneReport};
+use crate::plan::outcome::{DryRunReport, DrySelection, TuneReport};
 use crate::problem::Op;
 use std::fmt::Write;
 
@@ -177,6 +177,7 @@ struct DryRunRow {
     family: String,
     configs: usize,
     valid: usize,
+    selected: usize,
     compiled: usize,
     failed: usize,
 }
@@ -187,6 +188,7 @@ impl Row for DryRunRow {
             ("family", Align::Left),
             ("configs", Align::Right),
             ("valid", Align::Right),
+            ("selected", Align::Right),
             ("compiled", Align::Right),
             ("failed", Align::Right),
         ]
@@ -197,6 +199,7 @@ impl Row for DryRunRow {
             self.family.clone(),
             self.configs.to_string(),
             self.valid.to_string(),
+            self.selected.to_string(),
             self.compiled.to_string(),
             self.failed.to_string(),
         ]
@@ -212,13 +215,18 @@ pub fn dry_run_table(r: &DryRunReport) -> String {
             family: f.count.family.clone(),
             configs: f.count.total,
             valid: f.count.valid,
+            selected: f.selected,
             compiled: f.compiled,
             failed: f.failed.len(),
         })
         .collect();
     let t = Table::from_rows(&rows);
     let mut out = format!(
-        "dry run: {} {} for {} with NVRTC {} ({})\n",
+        "dry run{}: {} {} for {} with NVRTC {} ({})\n",
+        match r.selection {
+            DrySelection::Every => "",
+            DrySelection::Covering => " (a covering set of each family's valid configs)",
+        },
         r.op,
         r.shape.label(r.op),
         r.arch,

@@ -6,11 +6,12 @@ use crate::cuda::device::Device;
 use crate::cuda::isolate::WorkerSettings;
 use crate::cuda::nvrtc::{self, CompileError, Compiled, DiskCache};
 use crate::family::catalog::{Catalog, Source};
+use crate::family::covering;
 use crate::family::space::Limits;
 use crate::gpu::Arch;
 use crate::measure::outcome::{Failure, Measured, Stage};
 use crate::measure::timing::TimingSettings;
-use crate::plan::outcome::{CandidateResult, DryRunFamily, DryRunReport, TuneReport};
+use crate::plan::outcome::{CandidateResult, DryRunFamily, DryRunReport, DrySelection, TuneReport};
 use crate::plan::{plan, PlanError, Planned};
 use crate::problem::{Op, Shape};
 use crate::search::{self, Strategy, Trial};
@@ -532,10 +533,11 @@ fn step_message(kernel: &str, outcome: &Result<Measured, Failure>) -> String {
 }
 
 /// Enumerates, prunes (with the arch's documented limits), instantiates and compiles every
-/// candidate for `target` (a cubin for an arch, or PTX for a virtual arch: `compute_75`).
-/// Needs NVRTC, no GPU. Kernels already in `cache` (from another shape of the same suite: the
-/// source does not depend on the shape) or in `disk` (the compile cache a tuning run and the
-/// runtime share, so a second dry run compiles nothing) are not compiled again.
+/// candidate for `target` (a cubin for an arch, or PTX for a virtual arch: `compute_75`), or
+/// per family a covering set of them (`selection`). Needs NVRTC, no GPU. Kernels already in
+/// `cache` (from another shape of the same suite: the source does not depend on the shape) or
+/// in `disk` (the compile cache a tuning run and the runtime share, so a second dry run
+/// compiles nothing) are not compiled again.
 #[allow(clippy::too_many_arguments)]
 pub fn dry_run(
     catalog: &Catalog,
@@ -543,6 +545,7 @@ pub fn dry_run(
     shape: Shape,
     target: impl Into<nvrtc::Target>,
     families: &[String],
+    selection: DrySelection,
     cache: &nvrtc::Cache,
     disk: Option<&DiskCache>,
     progress: &dyn Progress,
@@ -551,7 +554,10 @@ pub fn dry_run(
     let arch = target.arch();
     let start = Instant::now();
     let limits = Limits::for_arch(arch.number() as i64).ok_or(TuneError::UnknownArch { arch })?;
-    let (counts, planned) = plan(catalog, op, shape, &limits, families)?;
+    let (counts, mut planned) = plan(catalog, op, shape, &limits, families)?;
+    if selection == DrySelection::Covering {
+        planned = covering_set(planned);
+    }
     let nvrtc = nvrtc::nvrtc_version()?;
     let nvrtc_library = nvrtc::library()?;
     nvrtc::check_arch(target)?;
@@ -575,11 +581,13 @@ pub fn dry_run(
         .into_iter()
         .map(|count| {
             let mut ok = 0;
+            let mut selected = 0;
             let mut failed = Vec::new();
             for (p, r) in planned.iter().zip(&batch.results) {
                 if p.config.family != count.family {
                     continue;
                 }
+                selected += 1;
                 match r.as_ref() {
                     Ok(_) => ok += 1,
                     Err(e) => failed.push((p.source.kernel_name.clone(), e.to_string())),
@@ -587,6 +595,7 @@ pub fn dry_run(
             }
             DryRunFamily {
                 count,
+                selected,
                 compiled: ok,
                 failed,
             }
@@ -596,12 +605,33 @@ pub fn dry_run(
         op,
         shape,
         arch: target.to_string(),
+        selection,
         nvrtc,
         nvrtc_library,
         families,
         compiled_now: batch.compiled_now,
         wall_s: start.elapsed().as_secs_f64(),
     })
+}
+
+/// Per family, the planned configs of a pairwise covering set of its valid ones, in plan order.
+fn covering_set(planned: Vec<Planned>) -> Vec<Planned> {
+    let mut by_family: BTreeMap<&str, Vec<usize>> = BTreeMap::new();
+    for (i, p) in planned.iter().enumerate() {
+        by_family.entry(&p.config.family).or_default().push(i);
+    }
+    let mut keep = vec![false; planned.len()];
+    for members in by_family.values() {
+        let params: Vec<_> = members.iter().map(|&i| &planned[i].config.params).collect();
+        for j in covering::pairwise(&params) {
+            keep[members[j]] = true;
+        }
+    }
+    planned
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(p, k)| k.then_some(p))
+        .collect()
 }
 
 #[cfg(test)]
