@@ -639,6 +639,49 @@ mod order_tests {
     use super::*;
     use std::collections::BTreeSet;
 
+    /// A dry run's covering set keeps, per family, configs that hold every pair of parameter
+    /// values the family's valid configs hold, in plan order, and far fewer of them.
+    #[test]
+    fn a_covering_set_keeps_every_family_and_every_pair_of_values() {
+        let catalog = Catalog::builtin().unwrap();
+        let limits = Limits::for_arch(90).unwrap();
+        let shape = Shape::parse(Op::Gemm, "2048x2048x2048:tt:beta").unwrap();
+        let (_, planned) = plan(&catalog, Op::Gemm, shape, &limits, &[]).unwrap();
+        let pairs = |p: &[Planned], family: &str| -> BTreeSet<(String, i64, String, i64)> {
+            let mut out = BTreeSet::new();
+            for c in p.iter().filter(|c| c.config.family == family) {
+                let kv: Vec<_> = c.config.params.iter().collect();
+                for (i, a) in kv.iter().enumerate() {
+                    for b in &kv[i + 1..] {
+                        out.insert((a.0.clone(), *a.1, b.0.clone(), *b.1));
+                    }
+                }
+            }
+            out
+        };
+        let families: BTreeSet<String> = planned.iter().map(|p| p.config.family.clone()).collect();
+        let kept = covering_set(planned.clone());
+        assert!(
+            kept.len() * 3 < planned.len(),
+            "{} of {}",
+            kept.len(),
+            planned.len()
+        );
+        for family in &families {
+            assert_eq!(pairs(&kept, family), pairs(&planned, family), "{family}");
+            assert!(kept.iter().any(|p| &p.config.family == family), "{family}");
+        }
+        // Plan order: the kept configs are a subsequence of the plan.
+        let mut rest = planned.iter();
+        for k in &kept {
+            assert!(
+                rest.any(|p| p.config == k.config),
+                "{:?} out of order",
+                k.config
+            );
+        }
+    }
+
     #[test]
     fn a_time_limited_walk_meets_every_family_and_the_models_favourites_first() {
         let catalog = Catalog::builtin().unwrap();

@@ -474,6 +474,23 @@ fn a_negative_shape_gets_the_shape_error() {
     }
 }
 
+/// `--covering` chooses what a dry run compiles, so without `--dry-run` it is a usage error
+/// (before any GPU or NVRTC work), and `tune --help` lists it under the dry run's heading.
+#[test]
+fn covering_needs_a_dry_run() {
+    common::check_usage(
+        &run(&["--shape", "64x64x64", "--covering"]),
+        &["required arguments were not provided", "--dry-run"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let help = common::ok(&["tune", "--help"]);
+    let heading = help
+        .find("Dry run (no GPU)")
+        .expect("the dry run's heading");
+    let flag = help.find("--covering").expect("--covering in tune --help");
+    assert!(flag > heading, "{help}");
+}
+
 /// `tune --math` takes any, simt or tf32x3, and says so; a family the math filter leaves out
 /// is refused by name before any GPU or NVRTC work.
 #[test]
