@@ -42,23 +42,19 @@ pub fn pairwise(configs: &[&BTreeMap<String, i64>]) -> Vec<usize> {
     let mut held = vec![false; ids.len()];
     let mut left = ids.len();
     let mut chosen = Vec::new();
-    let mut taken = vec![false; configs.len()];
     // A config with no parameters holds nothing, but is the family's only kernel.
     if left == 0 && !configs.is_empty() {
         return vec![0];
     }
     while left > 0 {
         let gain = |i: usize| items[i].iter().filter(|&&p| !held[p]).count();
-        let Some(best) = (0..configs.len())
-            .filter(|&i| !taken[i])
-            .max_by_key(|&i| (gain(i), std::cmp::Reverse(i)))
-        else {
+        // A chosen config holds nothing new, so it is never chosen again.
+        let Some(best) = (0..configs.len()).max_by_key(|&i| (gain(i), std::cmp::Reverse(i))) else {
             break;
         };
         if gain(best) == 0 {
             break;
         }
-        taken[best] = true;
         chosen.push(best);
         for &p in &items[best] {
             if !held[p] {
