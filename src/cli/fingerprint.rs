@@ -111,6 +111,7 @@ pub(super) fn run(a: &FingerprintArgs) -> Result<()> {
         }
         for (i, p) in probes.iter_mut().enumerate() {
             p.ptx.clear();
+            p.variants.clear();
             match probe::probe_kernel(family, p) {
                 Ok((source, launch)) => {
                     p.launch = launch;

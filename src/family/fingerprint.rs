@@ -21,9 +21,10 @@
 //! sample: a change that only affects other configs goes unseen, so bump the revision whenever
 //! a change is meant to alter the kernels.
 //!
-//! NVRTC's PTX of a large kernel varies now and then from process to process (see
-//! [`settle`]): each probe is compiled in a process of its own, and one whose PTX differs is
-//! compiled again, in new processes, before the difference counts.
+//! NVRTC's PTX of a large kernel varies from process to process (see [`settle`]): each probe
+//! records the variants the update saw beside its hash ([`Probe::variants`]), each is compiled
+//! in a process of its own, and one whose PTX is none of them is compiled again, in new
+//! processes, before the difference counts.
 //!
 //! Everything here is pure data and rules; `family::probe` chooses and instantiates the
 //! probes, and compiling them is the caller's (`autotune fingerprint`,
@@ -84,6 +85,22 @@ pub struct Probe {
     /// Per target, the hex SHA-256 of the PTX ([`digest_ptx`]).
     #[serde(default)]
     pub ptx: BTreeMap<String, String>,
+    /// Per target, the hashes of other PTX the same source compiled to in other processes
+    /// (sorted): NVRTC's PTX of a large kernel depends on the process's address layout
+    /// ([`settle`]). The update records what it saw; the check accepts any of them.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub variants: BTreeMap<String, Vec<String>>,
+}
+
+impl Probe {
+    /// Whether `hash` is this probe's PTX for `target`: its hash or a recorded variant.
+    pub fn accepts(&self, target: &str, hash: &str) -> bool {
+        self.ptx.get(target).is_some_and(|h| h == hash)
+            || self
+                .variants
+                .get(target)
+                .is_some_and(|v| v.iter().any(|h| h == hash))
+    }
 }
 
 /// Why a fingerprint file is unusable, or a family has no probes.
@@ -176,6 +193,17 @@ impl Fingerprint {
                 "ptx = {}",
                 inline(&mut p.ptx.iter().map(|(k, v)| (k.clone(), q(v))))
             );
+            if !p.variants.is_empty() {
+                let list = |v: &Vec<String>| {
+                    let items: Vec<String> = v.iter().map(|h| q(h)).collect();
+                    format!("[{}]", items.join(", "))
+                };
+                let _ = writeln!(
+                    s,
+                    "variants = {}",
+                    inline(&mut p.variants.iter().map(|(k, v)| (k.clone(), list(v))))
+                );
+            }
         }
         s
     }
@@ -192,6 +220,8 @@ impl Fingerprint {
             {
                 p.ptx
                     .extend(o.ptx.iter().map(|(k, v)| (k.clone(), v.clone())));
+                p.variants
+                    .extend(o.variants.iter().map(|(k, v)| (k.clone(), v.clone())));
             }
         }
     }
@@ -258,8 +288,8 @@ pub(crate) fn hex(bytes: &[u8]) -> String {
 }
 
 /// How many times [`UPDATE_COMMAND`] compiles each probe, in separate processes, before it
-/// records the most frequent PTX ([`settle`]).
-pub const UPDATE_ATTEMPTS: usize = 5;
+/// records the most frequent PTX and the others as its variants ([`settle`]).
+pub const UPDATE_ATTEMPTS: usize = 10;
 
 /// How many times in all the check compiles a probe whose PTX differs from the committed
 /// fingerprint, each time in a new process, before it reports the difference ([`settle`]).
@@ -267,14 +297,16 @@ pub const CHECK_ATTEMPTS: usize = 5;
 
 /// One fresh fingerprint from several compilations of the same probes (`attempts`, each
 /// compiled in its own process, in order): per probe and target, the committed hash when any
-/// attempt produced it, else the most frequent one (the first seen of equally frequent ones).
+/// attempt produced it or one of its recorded variants, else the most frequent one (the first
+/// seen of equally frequent ones); the other hashes seen become variants (with the committed
+/// ones, when the committed hash was matched).
 ///
-/// NVRTC's PTX of a large kernel is not a pure function of its source: now and then its
-/// registers are numbered and its instructions ordered otherwise (measured with NVRTC 13.5:
-/// 1 or 2 processes in 15 for some of the largest gemm kernels compiled alone, none with ASLR
-/// off; most runs when other kernels compiled before or beside them in the process, with NVRTC
-/// 12.9 too). A difference that every attempt shows is a change; one that some attempts do not
-/// is that noise.
+/// NVRTC's PTX of a large kernel is not a pure function of its source: in some processes an
+/// optimization comes out otherwise (measured with NVRTC 13.5 on `gemm_tile2d` BM=256 TM=16:
+/// one shared load more and its registers renumbered in 20 of 40 processes, a third PTX in 1,
+/// the share following the size of the environment, i.e. the stack's address). A PTX that no
+/// attempt matches, committed hash or variant, is a change; one that some attempts match is
+/// that noise.
 pub fn settle(committed: Option<&Fingerprint>, attempts: &[Fingerprint]) -> Option<Fingerprint> {
     let (first, rest) = attempts.split_first()?;
     let mut out = first.clone();
@@ -282,6 +314,7 @@ pub fn settle(committed: Option<&Fingerprint>, attempts: &[Fingerprint]) -> Opti
         let (shape, params) = (probe.shape.clone(), probe.params.clone());
         let same = |p: &&Probe| p.shape == shape && p.params == params;
         let was = committed.and_then(|c| c.probes.iter().find(same));
+        let mut variants = BTreeMap::new();
         for (target, hash) in probe.ptx.iter_mut() {
             let mut seen: Vec<String> = vec![hash.clone()];
             seen.extend(
@@ -290,10 +323,20 @@ pub fn settle(committed: Option<&Fingerprint>, attempts: &[Fingerprint]) -> Opti
                     .filter_map(|p| p.ptx.get(target).cloned()),
             );
             let count = |h: &String| seen.iter().filter(|s| *s == h).count();
-            *hash = match was.and_then(|w| w.ptx.get(target)) {
-                Some(c) if seen.contains(c) => c.clone(),
+            let known = was.filter(|w| seen.iter().any(|h| w.accepts(target, h)));
+            let mut others: Vec<String> = seen.clone();
+            *hash = match known.and_then(|w| w.ptx.get(target)) {
+                Some(c) => {
+                    others.extend(
+                        known
+                            .and_then(|w| w.variants.get(target))
+                            .cloned()
+                            .unwrap_or_default(),
+                    );
+                    c.clone()
+                }
                 // Most frequent; among equals the earliest.
-                _ => seen
+                None => seen
                     .iter()
                     .fold(None::<&String>, |best, h| match best {
                         Some(b) if count(b) >= count(h) => Some(b),
@@ -302,7 +345,14 @@ pub fn settle(committed: Option<&Fingerprint>, attempts: &[Fingerprint]) -> Opti
                     .cloned()
                     .unwrap_or_default(),
             };
+            others.retain(|h| h != hash);
+            others.sort();
+            others.dedup();
+            if !others.is_empty() {
+                variants.insert(target.clone(), others);
+            }
         }
+        probe.variants = variants;
     }
     Some(out)
 }
@@ -442,9 +492,11 @@ fn differences(committed: &Fingerprint, fresh: &Fingerprint) -> Vec<String> {
                 f.launch, p.launch
             ));
         }
-        for (target, sha) in &p.ptx {
+        for target in p.ptx.keys() {
             match f.ptx.get(target) {
-                Some(now) if now != sha => out.push(format!("probe {name}: {target} PTX differs")),
+                Some(now) if !p.accepts(target, now) => {
+                    out.push(format!("probe {name}: {target} PTX differs"))
+                }
                 None if fresh.compilers.contains_key(target) => {
                     out.push(format!("probe {name}: no {target} PTX"))
                 }
@@ -458,8 +510,9 @@ fn differences(committed: &Fingerprint, fresh: &Fingerprint) -> Vec<String> {
 /// What [`UPDATE_COMMAND`] writes for a family at `revision` whose template and space hash to
 /// `content_checksum`, given its committed fingerprint and the fresh one: `Ok(None)` when the
 /// committed file stands; `Ok(Some(file))` for a new revision (the fresh probes, with
-/// `content_checksum`) or a new compiler (the fresh hashes, the committed checksum kept, so
-/// entries stay current); an error when the kernels changed at the same revision (bump it) or
+/// `content_checksum`), a new compiler (the fresh hashes, the committed checksum kept, so
+/// entries stay current) or the same kernels with variants the file lacks (its hashes kept,
+/// the variants added); an error when the kernels changed at the same revision (bump it) or
 /// the revision went backwards.
 pub fn update(
     revision: u32,
@@ -476,7 +529,36 @@ pub fn update(
         }),
         Some(c) if c.revision == revision => {
             let found = check(family, revision, Some(c), fresh);
+            let grew = |p: &Probe| {
+                let known = c
+                    .probes
+                    .iter()
+                    .find(|k| k.shape == p.shape && k.params == p.params);
+                p.variants
+                    .iter()
+                    .flat_map(|(t, v)| v.iter().map(move |h| (t, h)))
+                    .any(|(t, h)| !known.is_some_and(|k| k.accepts(t, h)))
+            };
             match found.first() {
+                None if fresh.probes.iter().any(grew) => {
+                    let mut probes = c.probes.clone();
+                    for p in &mut probes {
+                        let f = fresh
+                            .probes
+                            .iter()
+                            .find(|f| f.shape == p.shape && f.params == p.params);
+                        for (t, v) in f.map(|f| &f.variants).into_iter().flatten() {
+                            let mine = p.variants.entry(t.clone()).or_default();
+                            mine.extend(v.iter().filter(|h| p.ptx.get(t) != Some(*h)).cloned());
+                            mine.sort();
+                            mine.dedup();
+                        }
+                    }
+                    Ok(Some(Fingerprint {
+                        probes,
+                        ..c.clone()
+                    }))
+                }
                 None => Ok(None),
                 Some(Mismatch::Compiler { .. }) => Ok(Some(Fingerprint {
                     checksum: c.checksum.clone(),

@@ -107,6 +107,7 @@ pub fn choose_probes(family: &Family) -> Result<Vec<Probe>, FingerprintError> {
                 params: config.params,
                 launch: launch_label(&launch),
                 ptx: BTreeMap::new(),
+                variants: BTreeMap::new(),
             });
         }
     }

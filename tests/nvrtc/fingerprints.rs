@@ -3,17 +3,18 @@
 //! the committed `configs/fingerprints/<family>.toml` of the family's revision, so kernel code
 //! cannot change without a revision bump.
 //!
-//! Each probe is compiled in a process of its own, several at a time; a probe whose PTX
-//! differs is compiled again, up to [`fingerprint::CHECK_ATTEMPTS`] times in all, before the
-//! difference counts: NVRTC's PTX of a large kernel varies now and then from process to
-//! process ([`fingerprint::settle`]).
+//! Each probe is compiled in a process of its own, several at a time; a probe whose PTX is
+//! neither the committed one nor a recorded variant is compiled again, up to
+//! [`fingerprint::CHECK_ATTEMPTS`] times in all, before the difference counts: NVRTC's PTX of
+//! a large kernel varies from process to process with the address layout
+//! ([`fingerprint::settle`]).
 //!
 //! With `AUTOTUNE_UPDATE_FINGERPRINTS=1` the test writes the files instead
 //! ([`fingerprint::update`]): a new file for a family whose revision has none, new hashes at
 //! the same revision when the compiler moved, and it deletes the files of families that no
-//! longer exist, each probe of a file it writes compiled [`fingerprint::UPDATE_ATTEMPTS`]
-//! times, its most frequent PTX recorded. It still fails when a family's kernels changed
-//! without a bump.
+//! longer exist, and adds newly seen variants to files it matched; every probe is compiled
+//! [`fingerprint::UPDATE_ATTEMPTS`] times, its most frequent PTX recorded and the others as
+//! variants. It still fails when a family's kernels changed without a bump.
 
 use super::{both_nvrtcs, tail};
 use autotune::family::fingerprint::{self, Fingerprint, Mismatch};
@@ -69,16 +70,29 @@ fn committed(dir: &Path) -> BTreeMap<String, (PathBuf, Result<Fingerprint, Strin
 }
 
 /// Runs `autotune fingerprint --arch target extra...` with the NVRTC in `lib_dir`, which must
-/// be NVRTC `major` (unless `--list`).
+/// be NVRTC `major` (unless `--list`), in attempt `round` (from 0) of the probes it compiles.
+///
+/// Each round's process gets an environment of another size (an unused variable, empty in
+/// round 0): that moves its stack, and with it the odds of each PTX NVRTC makes of a large
+/// kernel ([`fingerprint::settle`]), so the rounds see other address layouts than the
+/// machine's environment alone would give.
 fn fingerprint_run(
     target: &str,
     major: u32,
     lib_dir: &Path,
     extra: &[&str],
+    round: usize,
 ) -> Result<Report, String> {
     let mut args = vec!["fingerprint", "--arch", target];
     args.extend_from_slice(extra);
-    let r = super::autotune(lib_dir, &args);
+    let pad = "x".repeat(round * 1237 % 4096);
+    let lib = lib_dir.to_str().expect("a UTF-8 library directory");
+    let env = [
+        ("LD_LIBRARY_PATH", lib),
+        ("AUTOTUNE_NVRTC", ""),
+        ("AUTOTUNE_LAYOUT_PAD", pad.as_str()),
+    ];
+    let r = super::common::run_env(&args, &env);
     let what = format!(
         "autotune {} (LD_LIBRARY_PATH={})",
         args.join(" "),
@@ -116,9 +130,9 @@ struct Job {
     target: usize,
 }
 
-/// Runs every job in a process of its own, as many at a time as there are CPUs; returns each
-/// job's family report (only its probe compiled), in the order of `jobs`.
-fn run_jobs(targets: &[Target], jobs: &[Job]) -> Vec<Fresh> {
+/// Runs every job in a process of its own, as many at a time as there are CPUs, as attempt
+/// `round`; returns each job's family report (only its probe compiled), in the order of `jobs`.
+fn run_jobs(targets: &[Target], jobs: &[Job], round: usize) -> Vec<Fresh> {
     let next = AtomicUsize::new(0);
     let done: Mutex<Vec<(usize, Result<Fresh, String>)>> = Mutex::new(Vec::new());
     let workers = std::thread::available_parallelism().map_or(2, |n| n.get());
@@ -132,7 +146,7 @@ fn run_jobs(targets: &[Target], jobs: &[Job]) -> Vec<Fresh> {
                 let (target, major, dir) = targets[job.target];
                 let probe = job.probe.to_string();
                 let extra = ["--family", job.family.as_str(), "--probe", probe.as_str()];
-                let r = fingerprint_run(target, major, dir, &extra).and_then(|report| {
+                let r = fingerprint_run(target, major, dir, &extra, round).and_then(|report| {
                     report
                         .families
                         .into_iter()
@@ -159,7 +173,13 @@ fn attempt(
     attempts: &mut BTreeMap<String, Vec<Fresh>>,
 ) {
     let mut this: BTreeMap<String, Fresh> = BTreeMap::new();
-    for (job, f) in jobs.iter().zip(run_jobs(targets, jobs)) {
+    let round = jobs
+        .iter()
+        .filter_map(|j| attempts.get(&j.family))
+        .map(Vec::len)
+        .max()
+        .unwrap_or(0);
+    for (job, f) in jobs.iter().zip(run_jobs(targets, jobs, round)) {
         let Some(base) = listed.get(&job.family) else {
             continue;
         };
@@ -209,7 +229,7 @@ fn fingerprints_match_the_committed_ones() {
         files.get(name).and_then(|(_, r)| r.as_ref().ok()).cloned()
     };
     let (t, major, d) = targets[0];
-    let listed: BTreeMap<String, Fresh> = fingerprint_run(t, major, d, &["--list"])
+    let listed: BTreeMap<String, Fresh> = fingerprint_run(t, major, d, &["--list"], 0)
         .unwrap_or_else(|e| panic!("{e}"))
         .families
         .into_iter()
@@ -228,8 +248,8 @@ fn fingerprints_match_the_committed_ones() {
         let fresh = fingerprint::settle(committed.as_ref(), &fps)?;
         Some((committed, fresh))
     };
-    // Again the probes whose PTX differs from the committed one; for an update, every probe
-    // of a file to write, until each was compiled UPDATE_ATTEMPTS times.
+    // Again the probes whose PTX differs from the committed one; for an update, every probe,
+    // until each was compiled UPDATE_ATTEMPTS times, so the file records the variants seen.
     let rounds = if update {
         fingerprint::UPDATE_ATTEMPTS
     } else {
@@ -242,29 +262,25 @@ fn fingerprints_match_the_committed_ones() {
             let Some((committed, fresh)) = settled(name, runs) else {
                 continue;
             };
-            let revision = runs[0].revision;
-            let found = fingerprint::check(name, revision, committed.as_ref(), &fresh);
-            if found.is_empty() || runs.iter().any(|r| !r.errors.is_empty()) {
+            if runs.iter().any(|r| !r.errors.is_empty()) {
                 continue;
             }
-            let changed_only = found.iter().all(|m| matches!(m, Mismatch::Changed { .. }));
+            if update {
+                again.extend(jobs_of(&runs[0], &targets, |_, _| true));
+                continue;
+            }
+            let revision = runs[0].revision;
+            let found = fingerprint::check(name, revision, committed.as_ref(), &fresh);
+            if found.is_empty() || !found.iter().all(|m| matches!(m, Mismatch::Changed { .. })) {
+                continue;
+            }
             let c = committed.filter(|c| c.revision == revision);
             let differs = |probe: usize, target: &str| {
                 let now = fresh.probes.get(probe).and_then(|p| p.ptx.get(target));
-                let was = c
-                    .as_ref()
-                    .and_then(|c| c.probes.get(probe))
-                    .and_then(|p| p.ptx.get(target));
-                now != was
+                let was = c.as_ref().and_then(|c| c.probes.get(probe));
+                !matches!((was, now), (Some(w), Some(n)) if w.accepts(target, n))
             };
-            let to_write = found
-                .iter()
-                .any(|m| matches!(m, Mismatch::Missing { .. } | Mismatch::Compiler { .. }));
-            if update && to_write {
-                again.extend(jobs_of(&runs[0], &targets, |_, _| true));
-            } else if changed_only {
-                again.extend(jobs_of(&runs[0], &targets, differs));
-            }
+            again.extend(jobs_of(&runs[0], &targets, differs));
         }
         if again.is_empty() {
             break;

@@ -6,6 +6,7 @@ use crate::db::Database;
 use crate::family::catalog::{Catalog, Freshness};
 use crate::family::probe::{choose_probes, limits, probe_kernel};
 use crate::problem::{Op, Shape};
+use std::collections::BTreeMap;
 use std::path::Path;
 
 /// PTX as NVRTC writes it: a header naming the compiler, comments in the body, a final NUL.
@@ -45,6 +46,7 @@ fn fp(revision: u32, sha: &str, cc: &str) -> Fingerprint {
             params: [("BM".to_string(), 64)].into(),
             launch: "grid 1x1x1, block 64x1x1, dynamic shared 0 B".into(),
             ptx: [("compute_90".to_string(), sha.to_string())].into(),
+            variants: BTreeMap::new(),
         }],
     }
 }
@@ -60,6 +62,27 @@ fn the_file_round_trips_and_the_committed_files_are_as_written() {
         "{text}"
     );
     assert_eq!(Fingerprint::from_toml_str(&text, "toy.toml").unwrap(), f);
+    assert!(
+        !text.contains("variants"),
+        "none recorded, none written: {text}"
+    );
+    // Variants are written after the hashes, and read back.
+    let mut v = f.clone();
+    v.probes[0].variants = [(
+        "compute_90".to_string(),
+        vec!["b".repeat(64), "c".repeat(64)],
+    )]
+    .into();
+    let text = v.to_toml_string();
+    assert!(
+        text.contains(&format!(
+            "variants = {{ compute_90 = [\"{}\", \"{}\"] }}\n",
+            "b".repeat(64),
+            "c".repeat(64)
+        )),
+        "{text}"
+    );
+    assert_eq!(Fingerprint::from_toml_str(&text, "toy.toml").unwrap(), v);
     let err = Fingerprint::from_toml_str("family = \"toy\"\nrevison = 1\n", "x.toml").unwrap_err();
     let msg = err.to_string();
     assert!(
@@ -382,4 +405,63 @@ fn settle_takes_the_committed_hash_when_seen_else_the_most_frequent() {
         b
     );
     assert!(settle(None, &[]).is_none());
+}
+
+#[test]
+fn settle_records_variants_and_the_check_accepts_them() {
+    let (a, b, c, d) = (
+        "a".repeat(64),
+        "b".repeat(64),
+        "c".repeat(64),
+        "d".repeat(64),
+    );
+    let variants = |f: &Fingerprint| f.probes[0].variants.get("compute_90").cloned();
+    // A new file: the most frequent hash, the others seen as variants (sorted, once each).
+    let s = settle(
+        None,
+        &[
+            fp(1, &c, "cc"),
+            fp(1, &a, "cc"),
+            fp(1, &a, "cc"),
+            fp(1, &c, "cc"),
+            fp(1, &b, "cc"),
+        ],
+    )
+    .unwrap();
+    assert_eq!(s.probes[0].ptx["compute_90"], c);
+    assert_eq!(variants(&s), Some(vec![a.clone(), b.clone()]));
+    // Attempts that all gave one hash: no variants.
+    let s = settle(None, &[fp(1, &a, "cc"), fp(1, &a, "cc")]).unwrap();
+    assert_eq!(variants(&s), None);
+
+    // A committed file with a variant: an attempt that gives only the variant is the
+    // committed kernel, and the check passes.
+    let mut committed = fp(1, &a, "cc");
+    committed.probes[0].variants = [("compute_90".to_string(), vec![b.clone()])].into();
+    let s = settle(Some(&committed), &[fp(1, &b, "cc"), fp(1, &b, "cc")]).unwrap();
+    assert_eq!(s.probes[0].ptx["compute_90"], a);
+    assert!(check("toy", 1, Some(&committed), &s).is_empty());
+    assert!(check("toy", 1, Some(&committed), &fp(1, &b, "cc")).is_empty());
+    // ...and an update stands: nothing new was seen.
+    assert_eq!(update(1, &d, Some(&committed), &s), Ok(None));
+    // A third hash seen beside a known one is one more variant: the update adds it and keeps
+    // the committed hash and checksum.
+    let s = settle(Some(&committed), &[fp(1, &c, "cc"), fp(1, &b, "cc")]).unwrap();
+    assert_eq!(variants(&s), Some(vec![b.clone(), c.clone()]));
+    let wrote = update(1, &d, Some(&committed), &s).unwrap().unwrap();
+    assert_eq!(wrote.probes[0].ptx["compute_90"], a);
+    assert_eq!(variants(&wrote), Some(vec![b.clone(), c.clone()]));
+    assert_eq!(wrote.checksum, committed.checksum);
+    // A hash no attempt shares with the file is a change: reported, never a variant.
+    let s = settle(Some(&committed), &[fp(1, &c, "cc"), fp(1, &c, "cc")]).unwrap();
+    assert_eq!(s.probes[0].ptx["compute_90"], c);
+    let found = check("toy", 1, Some(&committed), &s);
+    assert!(
+        matches!(found.as_slice(), [Mismatch::Changed { details, .. }] if details.contains("compute_90 PTX differs")),
+        "{found:?}"
+    );
+    assert!(matches!(
+        update(1, &d, Some(&committed), &s),
+        Err(Mismatch::Changed { .. })
+    ));
 }
