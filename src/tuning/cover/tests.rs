@@ -113,6 +113,22 @@ fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
     )))
     .unwrap();
     assert_eq!(file.form, nt);
+    // Few tokens between the NT grid's widths: every new (N, K) pair has a width of 3 x 4^i.
+    let between = Grid::load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/configs/coverage/gemm-nt-between.toml"
+    )))
+    .unwrap();
+    let fresh: Vec<Shape> = between
+        .shapes()
+        .into_iter()
+        .filter(|s| !shapes.contains(s))
+        .collect();
+    assert!(fresh.len() >= 100, "{}", fresh.len());
+    let third = |d: u64| [768u64, 3072, 12288].contains(&d);
+    assert!(fresh
+        .iter()
+        .all(|s| s.form == nt && s.m <= 16 && (third(s.n) || third(s.k))));
     // The NT file with flags for beta and a batch; another layout, and every other form but
     // the plain one, takes gemm-forms.toml's sizes in its form.
     let nt_beta_b4 = Form {
