@@ -7,8 +7,20 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-/// Two `(parameter, value)`s held together.
-type Pair<'a> = (&'a str, i64, &'a str, i64);
+/// Two `(parameter, value)`s held together: the first name sorts before the second.
+pub type Pair<'a> = (&'a str, i64, &'a str, i64);
+
+/// The pairs of `(parameter, value)`s a config holds, each once.
+pub fn pairs(params: &BTreeMap<String, i64>) -> Vec<Pair<'_>> {
+    let kv: Vec<(&str, i64)> = params.iter().map(|(k, &v)| (k.as_str(), v)).collect();
+    let mut out = Vec::new();
+    for (i, a) in kv.iter().enumerate() {
+        for b in &kv[i + 1..] {
+            out.push((a.0, a.1, b.0, b.1));
+        }
+    }
+    out
+}
 
 /// The indices into `configs` of a pairwise covering set, in the order chosen: greedily, the
 /// config that holds the most pairs not yet held (the earliest on a tie), until every pair of
@@ -22,19 +34,13 @@ pub fn pairwise(configs: &[&BTreeMap<String, i64>]) -> Vec<usize> {
     let items: Vec<Vec<usize>> = configs
         .iter()
         .map(|params| {
-            let kv: Vec<(&str, i64)> = params.iter().map(|(k, &v)| (k.as_str(), v)).collect();
-            let mut out = Vec::new();
             let mut id = |key| {
                 let next = ids.len();
                 *ids.entry(key).or_insert(next)
             };
-            if kv.len() == 1 {
-                out.push(id((kv[0].0, kv[0].1, "", 0)));
-            }
-            for (i, a) in kv.iter().enumerate() {
-                for b in &kv[i + 1..] {
-                    out.push(id((a.0, a.1, b.0, b.1)));
-                }
+            let mut out: Vec<usize> = pairs(params).into_iter().map(&mut id).collect();
+            if let (1, Some((k, &v))) = (params.len(), params.iter().next()) {
+                out.push(id((k.as_str(), v, "", 0)));
             }
             out
         })
@@ -77,16 +83,6 @@ mod tests {
 
     /// Every pair of values that occurs in `all` occurs in some chosen config.
     fn assert_covers(all: &[BTreeMap<String, i64>], chosen: &[usize]) {
-        let pairs = |c: &BTreeMap<String, i64>| -> BTreeSet<(String, i64, String, i64)> {
-            let kv: Vec<_> = c.iter().collect();
-            let mut out = BTreeSet::new();
-            for (i, a) in kv.iter().enumerate() {
-                for b in &kv[i + 1..] {
-                    out.insert((a.0.clone(), *a.1, b.0.clone(), *b.1));
-                }
-            }
-            out
-        };
         let want: BTreeSet<_> = all.iter().flat_map(pairs).collect();
         let got: BTreeSet<_> = chosen.iter().flat_map(|&i| pairs(&all[i])).collect();
         let missing: Vec<_> = want.difference(&got).collect();

@@ -648,16 +648,11 @@ mod order_tests {
         let shape = Shape::parse(Op::Gemm, "2048x2048x2048:tt:beta").unwrap();
         let (_, planned) = plan(&catalog, Op::Gemm, shape, &limits, &[]).unwrap();
         let pairs = |p: &[Planned], family: &str| -> BTreeSet<(String, i64, String, i64)> {
-            let mut out = BTreeSet::new();
-            for c in p.iter().filter(|c| c.config.family == family) {
-                let kv: Vec<_> = c.config.params.iter().collect();
-                for (i, a) in kv.iter().enumerate() {
-                    for b in &kv[i + 1..] {
-                        out.insert((a.0.clone(), *a.1, b.0.clone(), *b.1));
-                    }
-                }
-            }
-            out
+            p.iter()
+                .filter(|c| c.config.family == family)
+                .flat_map(|c| covering::pairs(&c.config.params))
+                .map(|(a, x, b, y)| (a.to_string(), x, b.to_string(), y))
+                .collect()
         };
         let families: BTreeSet<String> = planned.iter().map(|p| p.config.family.clone()).collect();
         let kept = covering_set(planned.clone());
