@@ -4,7 +4,8 @@
 Every problem of the recorded `autotune evaluate --json` files (default: the H100's gemm
 evaluations in results/untuned) is put to `autotune best --json` with the database, and the
 choice is scored with the times measured for that problem: cuBLAS's time over the chosen
-config's (1 where the vendor guard calls cuBLAS). A choice whose config was not timed there is
+config's (1 where the vendor guard calls cuBLAS), and the kernel regret (the config's time over
+the best timed there, guard or not). A choice whose config was not timed there is
 counted apart. With two binaries (`--before OLD --after NEW`) it prints both and every problem
 whose choice changed: how a change of the selection rule would have done on problems it was
 not chosen on, before a GPU checks it on fresh seeds.
@@ -57,16 +58,32 @@ def score(problem, choice):
     return problem["cublas_ms"] / ms if ms else None
 
 
-def summary(label, scores):
+def kernel_regret(problem, choice):
+    """The chosen config's time over the best timed there (the guard aside), or None where the
+    config was not timed there: what `evaluate` reports as the runtime's kernel regret."""
+    if "error" in choice or not problem.get("best_ms"):
+        return None
+    ms = dict((n, t) for n, t in problem["times"]).get(name_of(choice))
+    return ms / problem["best_ms"] if ms else None
+
+
+def summary(label, scores, regrets):
     got = [s for s in scores if s is not None]
     if not got:
         return f"{label}: nothing scored"
     geo = math.exp(sum(math.log(s) for s in got) / len(got))
-    return (
+    line = (
         f"{label}: x cuBLAS geomean {geo:.4f} over {len(got)} problems "
         f"({len(scores) - len(got)} choices untimed), below 1.0: {sum(s < 1 for s in got)}, "
         f"below 0.97: {sum(s < 0.97 for s in got)}, min {min(got):.3f}"
     )
+    r = sorted(x for x in regrets if x is not None)
+    if r:
+        line += (
+            f"; kernel regret geomean {math.exp(sum(map(math.log, r)) / len(r)):.4f}, "
+            f"p90 {r[int(0.9 * (len(r) - 1))]:.3f} over {len(r)}"
+        )
+    return line
 
 
 def main():
@@ -98,7 +115,14 @@ def main():
         errors = [c["error"] for c in picked[label] if "error" in c]
         if errors:
             print(f"{label}: {len(errors)} problems failed, e.g. {errors[0]}")
-        print(summary(f"{label} ({binary})", [score(p, c) for p, c in zip(problems, picked[label])]))
+        pairs = list(zip(problems, picked[label]))
+        print(
+            summary(
+                f"{label} ({binary})",
+                [score(p, c) for p, c in pairs],
+                [kernel_regret(p, c) for p, c in pairs],
+            )
+        )
     if a.before:
         changed = [
             (p, b, c)
