@@ -361,8 +361,9 @@ if [ "${NCU:-0}" = 1 ]; then
   dir="$OUT/../ncu"; rm -rf "$dir"; mkdir -p "$dir"
   cp examples/cuda-header/profile.cu "$dir/"
   sections="--section SpeedOfLight --section LaunchStats --section Occupancy --section WarpStateStats --section SchedulerStats --section InstructionStats"
+  # sm_90a: the wgmma families need it, and its code runs every other family too.
   .gpu/autotune export --format cuda-header --gpu "$gpu" --op gemm --shape "$shape" --db "$DB" -o "$dir/gemm.cuh" >"$OUT/ncu-ours.log" 2>&1 &&
-    (cd "$dir" && nvcc -std=c++17 -O2 -arch=sm_90 -DHELPER=autotune_gemm_$shape -DPROF_M=$m -DPROF_N=$n -DPROF_K=$k profile.cu -o profile) >>"$OUT/ncu-ours.log" 2>&1 &&
+    (cd "$dir" && nvcc -std=c++17 -O2 -arch=sm_90a -DHELPER=autotune_gemm_$shape -DPROF_M=$m -DPROF_N=$n -DPROF_K=$k profile.cu -o profile) >>"$OUT/ncu-ours.log" 2>&1 &&
     ncu --clock-control none --launch-skip 1 --launch-count 1 $sections "$dir/profile" >>"$OUT/ncu-ours.log" 2>&1
   ncu --clock-control none -k regex:gemm --launch-skip 1 --launch-count 1 $sections python3 -c "
 import torch

@@ -14,6 +14,9 @@
 //   RING        how the next tiles are read: 0 into registers, one tile ahead; 2 to 4 by
 //               cp.async into a ring of RING raw slots in shared memory, RING-1 tiles ahead
 //   GROUP_M     block rasterization (include/tile_order.cuh)
+//   PIPE, CHAIN (gemm_tf32x3_wgmma_pipe's space; 0 and 1 otherwise) with PIPE 1: three stages,
+//               and a chain spans CHAIN K tiles, the wgmma of tile kt+1 issued while those of
+//               kt still run (below)
 // Grid z walks the batch (z = min(batch, 65535); a block loops over b = blockIdx.z, + gridDim.z).
 //
 // 3xTF32 (include/tf32x3.cuh): each operand is split once, as its tile is stored to shared
@@ -27,25 +30,40 @@
 // split and stored into its stage while the tensor cores run; with a ring, tile kt+RING's
 // copies are issued into the slot tile kt left; the warpgroup waits for its wgmma, adds the
 // tile's sums into the accumulators, and a barrier publishes the new stage.
+// With PIPE 1 that wait drains the tensor cores only at the end of a chain of CHAIN tiles: inside
+// one, a warpgroup waits for all but its last group (the wgmma of tile kt-1, which read the
+// stage tile kt+2 is split into, of three), so the next tile's wgmma queue behind the running
+// ones into the same accumulators; the chain's sums are added into the FP32 ones at its end.
 //
 // A thread notes whether any value it split had no finite TF32 part (inf, NaN, or beyond
 // FLT_MAX when rounded); if any thread of the block did, the block computes its tile again in
 // plain FP32 from global memory (include/fp32_dot.cuh: IEEE results, slow, only on such inputs).
 //
-// Shared memory (dynamic, aligned here to 1 KB for the swizzle): STAGES = 2 x [A big, A small,
+// Shared memory (dynamic, aligned here to 1 KB for the swizzle): STAGES (2, 3 with PIPE) x [A big, A small,
 // B big, B small], each a K-major tile of BM or BN rows of BK floats, then RING raw slots of
 // BM x BK + BN x BK floats.
 
 #if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WN)
 #error "BM, BN, BK and WN must be defined"
 #endif
+#ifndef PIPE
+#define PIPE 0
+#endif
+#if PIPE
+#define STAGES 3
+#else
 #define STAGES 2
+#define CHAIN 1
+#endif
 #ifndef RING
 #define RING 0
 #endif
 #if BM % 64 != 0 || BN % WN != 0 || (WN != 64 && WN != 128 && WN != 256) ||                    \
     (BK != 16 && BK != 32) || RING == 1 || RING < 0
 #error "BM must be a multiple of 64, WN 64, 128 or 256 dividing BN, BK 16 or 32, RING 0 or >= 2"
+#endif
+#if !defined(CHAIN) || CHAIN < 1
+#error "CHAIN must be defined, at least 1"
 #endif
 #define WGS_N (BN / WN)
 #define THREADS ((BM / 64) * WGS_N * 128)
@@ -132,16 +150,21 @@ WGMMA_KERNEL
 #pragma unroll
             for (int kk = 0; kk < BK; kk += 8) {
                 // Small terms first (include/tf32x3.cuh); the tile's chain starts from 0.
+#if PIPE
+                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_small + 4 * kk),
+                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk), kk > 0 || kt % CHAIN != 0);
+#else
                 WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_small + 4 * kk),
                       wgmma_desc<ROW_BYTES>(b_big + 4 * kk), kk > 0);
+#endif
                 WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
                       wgmma_desc<ROW_BYTES>(b_small + 4 * kk), 1);
                 WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
                       wgmma_desc<ROW_BYTES>(b_big + 4 * kk), 1);
             }
             wgmma_commit();
-            // The stage of tile kt+1: its last reader, tile kt-1, is complete (the wait and
-            // barrier that ended the previous iteration).
+            // The stage of tile kt+1: its last reader, tile kt-1 (kt-2 with PIPE), is complete
+            // (the wait and barrier that ended the previous iteration).
             if (more) split(kt + 1);
             if (RING > 0) {
                 // Into the slot tile kt left (split in the previous iteration or the prologue).
@@ -149,9 +172,19 @@ WGMMA_KERNEL
                 cp_async_commit();
             }
             fence_proxy_async();
+#if PIPE
+            if (kt % CHAIN != CHAIN - 1 && more) {
+                wgmma_wait<1>();
+            } else {
+                wgmma_wait<0>();
+#pragma unroll
+                for (int i = 0; i < WN / 2; ++i) acc[i] += tile_acc[i];
+            }
+#else
             wgmma_wait<0>();
 #pragma unroll
             for (int i = 0; i < WN / 2; ++i) acc[i] += tile_acc[i];
+#endif
             __syncthreads();
         }
         if (RING > 0) cp_async_wait<0>(); // (empty groups past the last tile)

@@ -437,6 +437,30 @@ fn tf32x3_wgmma_faults_are_caught() {
     ]);
 }
 
+/// gemm_tf32x3_wgmma_pipe (one wgmma chain over CHAIN K tiles, three stages): a chain restarted
+/// at every tile, and a chain never added into the FP32 sums before the last tile, drop earlier
+/// tiles' products; two stages under the deeper pipeline let a tile's split overwrite the
+/// stage a wgmma still in flight reads. Validation stops all three.
+#[test]
+#[ignore = "needs g++: bash scripts/test.sh runs them"]
+fn tf32x3_wgmma_pipe_faults_are_caught() {
+    require_gxx();
+    // Three K tiles of 32: chains of two tiles and one (CHAIN 2) or one of three (CHAIN 4).
+    let shape = s(128, 128, 96);
+    let family = "gemm_tf32x3_wgmma_pipe";
+    all_caught(&[
+        mutant(family, "kk > 0 || kt % CHAIN != 0);", "kk > 0);", shape).want("BK", 32),
+        mutant(
+            family,
+            "if (kt % CHAIN != CHAIN - 1 && more) {",
+            "if (more) {",
+            shape,
+        )
+        .want("CHAIN", 2),
+        mutant(family, "#define STAGES 3", "#define STAGES 2", shape).want("BK", 32),
+    ]);
+}
+
 /// gemm_tf32x3_wgmma_rs (A split in registers): a dropped small term and an A fragment read
 /// from the wrong row fail validation; A's registers split anew before the wait that retires
 /// the wgmma reading them (the tensor cores read registers asynchronously) is stopped by the
