@@ -39,9 +39,9 @@
 // FLT_MAX when rounded); if any thread of the block did, the block computes its tile again in
 // plain FP32 from global memory (include/fp32_dot.cuh: IEEE results, slow, only on such inputs).
 //
-// Shared memory (dynamic, aligned here to 1 KB for the swizzle): STAGES (2, 3 with PIPE) x [A big, A small,
-// B big, B small], each a K-major tile of BM or BN rows of BK floats, then RING raw slots of
-// BM x BK + BN x BK floats.
+// Shared memory (dynamic, aligned here to 1 KB for the swizzle): STAGES (2, 3 with PIPE) x
+// [A big, A small, B big, B small], each a K-major tile of BM or BN rows of BK floats, then RING
+// raw slots of BM x BK + BN x BK floats.
 
 #if !defined(BM) || !defined(BN) || !defined(BK) || !defined(WN)
 #error "BM, BN, BK and WN must be defined"
@@ -149,7 +149,8 @@ WGMMA_KERNEL
             wgmma_fence();
 #pragma unroll
             for (int kk = 0; kk < BK; kk += 8) {
-                // Small terms first (include/tf32x3.cuh); the tile's chain starts from 0.
+                // Small terms first (include/tf32x3.cuh); the tile's chain (with PIPE, the
+                // chain's first tile) starts from 0.
 #if PIPE
                 WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_small + 4 * kk),
                       wgmma_desc<ROW_BYTES>(b_big + 4 * kk), kk > 0 || kt % CHAIN != 0);
