@@ -48,23 +48,29 @@ def name_of(choice):
     return f"{choice['family']} {params}"
 
 
+def timed_ms(problem, choice):
+    """The time measured for the choice's config on that problem, or None where it was not
+    timed there (or the choice failed)."""
+    if "error" in choice:
+        return None
+    return dict((n, t) for n, t in problem["times"]).get(name_of(choice))
+
+
 def score(problem, choice):
     """cuBLAS's time over the choice's, or None where the choice was not timed there."""
     if "error" in choice:
         return None
     if choice.get("vendor"):
         return 1.0
-    ms = dict((n, t) for n, t in problem["times"]).get(name_of(choice))
+    ms = timed_ms(problem, choice)
     return problem["cublas_ms"] / ms if ms else None
 
 
 def kernel_regret(problem, choice):
     """The chosen config's time over the best timed there (the guard aside), or None where the
     config was not timed there: what `evaluate` reports as the runtime's kernel regret."""
-    if "error" in choice or not problem.get("best_ms"):
-        return None
-    ms = dict((n, t) for n, t in problem["times"]).get(name_of(choice))
-    return ms / problem["best_ms"] if ms else None
+    ms = timed_ms(problem, choice)
+    return ms / problem["best_ms"] if ms and problem.get("best_ms") else None
 
 
 def summary(label, scores, regrets):

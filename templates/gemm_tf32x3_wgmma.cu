@@ -151,13 +151,8 @@ WGMMA_KERNEL
             for (int kk = 0; kk < BK; kk += 8) {
                 // Small terms first (include/tf32x3.cuh); the tile's chain (with PIPE, the
                 // chain's first tile) starts from 0.
-#if PIPE
                 WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_small + 4 * kk),
                       wgmma_desc<ROW_BYTES>(b_big + 4 * kk), kk > 0 || kt % CHAIN != 0);
-#else
-                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_small + 4 * kk),
-                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk), kk > 0);
-#endif
                 WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
                       wgmma_desc<ROW_BYTES>(b_small + 4 * kk), 1);
                 WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),

@@ -432,7 +432,12 @@ fn tf32x3_wgmma_faults_are_caught() {
             "",
             shape,
         ),
-        mutant(family, "(b_big + 4 * kk), kk > 0);", "(b_big + 4 * kk), 1);", shape),
+        mutant(
+            family,
+            "(b_big + 4 * kk), kk > 0 || kt % CHAIN != 0);",
+            "(b_big + 4 * kk), 1);",
+            shape,
+        ),
         mutant(family, "wgmma_wait<0>();", "", shape).by(Catch::Check("not waited for")),
     ]);
 }
