@@ -17,6 +17,10 @@
 //   PIPE, CHAIN (gemm_tf32x3_wgmma_pipe's space; 0 and 1 otherwise) with PIPE 1: three stages,
 //               and a chain spans CHAIN K tiles, the wgmma of tile kt+1 issued while those of
 //               kt still run (below)
+//   EARLY       (RING 0, gemm_tf32x3_wgmma_pipe's space; 0 otherwise) 1: the next tile's loads
+//               issued as soon as the split before has emptied their registers, at the end of
+//               an iteration instead of the start of the next (more registers live: ptxas
+//               may spill)
 // Grid z walks the batch (z = min(batch, 65535); a block loops over b = blockIdx.z, + gridDim.z).
 //
 // 3xTF32 (include/tf32x3.cuh): each operand is split once, as its tile is stored to shared
@@ -26,7 +30,8 @@
 // measured on an H100): each K tile's chain goes into its own accumulators (the first wgmma
 // with scale-d 0), added into the FP32 ones in registers, rounded to nearest, once it completes.
 // The pipeline, per K tile kt: the wgmma of tile kt are issued (asynchronous); tile kt+1 (read
-// into registers at the start of the iteration, or by cp.async RING-1 iterations before) is
+// into registers at the start of the iteration, with EARLY at the end of the one before, or by
+// cp.async RING-1 iterations before) is
 // split and stored into its stage while the tensor cores run; with a ring, tile kt+RING's
 // copies are issued into the slot tile kt left; the warpgroup waits for its wgmma, adds the
 // tile's sums into the accumulators, and a barrier publishes the new stage.
@@ -38,6 +43,10 @@
 // A thread notes whether any value it split had no finite TF32 part (inf, NaN, or beyond
 // FLT_MAX when rounded); if any thread of the block did, the block computes its tile again in
 // plain FP32 from global memory (include/fp32_dot.cuh: IEEE results, slow, only on such inputs).
+// With PIPE 1 (TF32_LATE_CHECK) the split tests nothing: such a value leaves inf or NaN in the
+// sums of its row or column (inf times 0 is NaN on the tensor cores as in FP32: the special
+// value tests plant one), so a thread looks at its accumulators once, after the last tile. A
+// finite product that overflows goes to the FP32 recomputation too, which gives its IEEE result.
 //
 // Shared memory (dynamic, aligned here to 1 KB for the swizzle): STAGES (2, 3 with PIPE) x
 // [A big, A small, B big, B small], each a K-major tile of BM or BN rows of BK floats, then RING
@@ -51,12 +60,16 @@
 #endif
 #if PIPE
 #define STAGES 3
+#define TF32_LATE_CHECK 1
 #else
 #define STAGES 2
 #define CHAIN 1
 #endif
 #ifndef RING
 #define RING 0
+#endif
+#ifndef EARLY
+#define EARLY 0
 #endif
 #if BM % 64 != 0 || BN % WN != 0 || (WN != 64 && WN != 128 && WN != 256) ||                    \
     (BK != 16 && BK != 32) || RING == 1 || RING < 0
@@ -132,13 +145,18 @@ WGMMA_KERNEL
             cp_async_wait<(RING > 0 ? RING - 1 : 0)>();
         }
         split(0);
+#if EARLY
+        if (RING == 0 && num_tiles > 1) read(1);
+#endif
         fence_proxy_async();
         __syncthreads();
 
         for (int kt = 0; kt < num_tiles; ++kt) {
             const bool more = kt + 1 < num_tiles;
             if (RING == 0) {
+#if !EARLY
                 if (more) read(kt + 1);
+#endif
             } else {
                 // Tile kt+1's copies (this thread's own) are done.
                 cp_async_wait<(RING > 1 ? RING - 2 : 0)>();
@@ -162,6 +180,11 @@ WGMMA_KERNEL
             // The stage of tile kt+1: its last reader, tile kt-1 (kt-2 with PIPE), is complete
             // (the wait and barrier that ended the previous iteration).
             if (more) split(kt + 1);
+#if EARLY
+            // Into the registers split(kt + 1) has just emptied: the loads fly during the wait
+            // and the barrier below and the next tile's wgmma issue, not only the latter.
+            if (RING == 0 && kt + 2 < num_tiles) read(kt + 2);
+#endif
             if (RING > 0) {
                 // Into the slot tile kt left (split in the previous iteration or the prologue).
                 if (kt + RING < num_tiles) read(kt + RING);
@@ -184,6 +207,11 @@ WGMMA_KERNEL
             __syncthreads();
         }
         if (RING > 0) cp_async_wait<0>(); // (empty groups past the last tile)
+#if TF32_LATE_CHECK
+        // A value without a finite TF32 part left inf or NaN in its row's or column's sums.
+#pragma unroll
+        for (int i = 0; i < WN / 2; ++i) finite &= fabsf(acc[i]) <= 3.402823466e38f;
+#endif
         // The next batch's first stores must not overwrite stages a warpgroup still reads; the
         // barrier also tells the block whether to recompute.
         const bool recompute = __syncthreads_or(!finite);

@@ -445,7 +445,8 @@ fn tf32x3_wgmma_faults_are_caught() {
 /// gemm_tf32x3_wgmma_pipe (one wgmma chain over CHAIN K tiles, three stages): a chain restarted
 /// at every tile, and a chain never added into the FP32 sums before the last tile, drop earlier
 /// tiles' products; two stages under the deeper pipeline let a tile's split overwrite the
-/// stage a wgmma still in flight reads. Validation stops all three.
+/// stage a wgmma still in flight reads; with EARLY, loads never issued for the tile after next
+/// leave the registers holding the tile before. Validation stops all four.
 #[test]
 #[ignore = "needs g++: bash scripts/test.sh runs them"]
 fn tf32x3_wgmma_pipe_faults_are_caught() {
@@ -463,6 +464,13 @@ fn tf32x3_wgmma_pipe_faults_are_caught() {
         )
         .want("CHAIN", 2),
         mutant(family, "#define STAGES 3", "#define STAGES 2", shape).want("BK", 32),
+        mutant(
+            family,
+            "if (RING == 0 && kt + 2 < num_tiles) read(kt + 2);",
+            "",
+            shape,
+        )
+        .want("EARLY", 1),
     ]);
 }
 

@@ -10,7 +10,8 @@
 //     consecutive threads, consecutive 16 bytes, no bank conflict), so its own cp.async wait is
 //     all the ordering it needs.
 // Expects: THREADS (the block's threads, which share the copies); include/cp_async.cuh,
-// include/tf32x3.cuh and include/wgmma_tf32.cuh before it.
+// include/tf32x3.cuh and include/wgmma_tf32.cuh before it. With TF32_LATE_CHECK 1 the split
+// leaves `finite` alone (split_tf32_unchecked): the template checks its accumulators.
 //
 // KCONT_ says how the operand is stored: true when k is contiguous (element (r, k) at
 // src[r * ld + k]: A of NN / NT, B of NT / TT), false when r is (src[k * ld + r]: A of TN / TT,
@@ -23,6 +24,10 @@
 // A piece that is not whole inside the matrix, or not 16-byte aligned (vec false: the caller
 // checks the base pointer and ld once), is read element by element with bounds checks; what
 // lies outside is 0, so edge tiles need no other care.
+
+#ifndef TF32_LATE_CHECK
+#define TF32_LATE_CHECK 0
+#endif
 
 template <int ROWS_, int BK_, bool KCONT_>
 struct SplitTile {
@@ -178,10 +183,17 @@ struct SplitTile {
                                                int kq, float4 x, bool& finite)
     {
         unsigned b[4], s[4];
+#if TF32_LATE_CHECK
+        split_tf32_unchecked(x.x, b[0], s[0]);
+        split_tf32_unchecked(x.y, b[1], s[1]);
+        split_tf32_unchecked(x.z, b[2], s[2]);
+        split_tf32_unchecked(x.w, b[3], s[3]);
+#else
         finite &= split_tf32(x.x, b[0], s[0]);
         finite &= split_tf32(x.y, b[1], s[1]);
         finite &= split_tf32(x.z, b[2], s[2]);
         finite &= split_tf32(x.w, b[3], s[3]);
+#endif
         const unsigned at = swizzled<BK_ * 4>(r, kq);
         *reinterpret_cast<float4*>(big + at) = make_float4(
             __uint_as_float(b[0]), __uint_as_float(b[1]), __uint_as_float(b[2]),

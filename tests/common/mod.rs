@@ -469,7 +469,8 @@ pub const SPECIAL_MNK: (usize, usize, usize) = (130, 136, 40);
 /// Plants special values into operands of [`SPECIAL_MNK`]: A is M x K; B is K x N, or N x K when
 /// `nt`. Rows 0 to 2 of A get inf, NaN and FLT_MAX (which TF32 rounds to inf; B's row 2 is
 /// 0.25, so the products stay finite), row 70 (a clean tile row) a large value that goes through
-/// the tensor cores; B's column 0 gets -inf, column 70 a subnormal.
+/// the tensor cores; row 5 gets inf where B's row 11 is zeros (inf times 0: NaN across C's row
+/// 5); B's column 0 gets -inf, column 70 a subnormal.
 pub fn plant_special_values(a: &mut [f32], b: &mut [f32], nt: bool) {
     let (_, n, k) = SPECIAL_MNK;
     let b_at = |kk: usize, nn: usize| if nt { nn * k + kk } else { kk * n + nn };
@@ -477,8 +478,10 @@ pub fn plant_special_values(a: &mut [f32], b: &mut [f32], nt: bool) {
     a[k + 1] = f32::NAN;
     a[2 * k + 2] = f32::MAX;
     a[70 * k + 5] = 1e37;
+    a[5 * k + 11] = f32::INFINITY;
     for nn in 0..n {
         b[b_at(2, nn)] = 0.25;
+        b[b_at(11, nn)] = 0.0;
     }
     b[b_at(7, 0)] = f32::NEG_INFINITY;
     b[b_at(9, 70)] = 1e-40;
