@@ -7,6 +7,7 @@
 //! an error of FP32 FMAs or better, but not bit for bit what FMAs give. A product that needs
 //! FMA-exact behaviour asks for `simt` only.
 
+use crate::measure::outcome::{Failure, Measured, Stage};
 use std::fmt;
 use std::str::FromStr;
 
@@ -62,6 +63,44 @@ impl Math {
     /// Whether it is the plain FP32 FMA math (`simt`).
     pub fn is_simt(&self) -> bool {
         *self == Math::Simt
+    }
+}
+
+/// From this inner dimension on, a kernel that is not plain FP32 FMAs must also be at least as
+/// accurate as cuBLAS SGEMM on the same inputs ([`Math::accuracy_shortfall`]); below it, where
+/// both errors are a few roundings, the FP32 tolerance alone decides.
+pub const AS_ACCURATE_FROM_K: usize = 256;
+
+impl Math {
+    /// Why a kernel of this math is not admitted where cuBLAS SGEMM is more accurate: on a
+    /// gemm of inner dimension `k`, its largest relative error on the validation inputs
+    /// (`error`) beside cuBLAS SGEMM's on the same inputs (`cublas`). `None` when admitted:
+    /// always for `simt` (the FP32 tolerance decides, as for cuBLAS's own), and for `tf32x3`
+    /// below [`AS_ACCURATE_FROM_K`] or within cuBLAS's error. 3xTF32 stands in for FP32 SGEMM,
+    /// so a product that trades it for speed must not lose accuracy; where cuBLAS's algorithm
+    /// happens to be more accurate (a split K sums shorter runs), SGEMM-exact kernels or cuBLAS
+    /// serve the shape instead.
+    pub fn accuracy_shortfall(self, k: usize, error: f64, cublas: f64) -> Option<String> {
+        (self == Math::Tf32x3 && k >= AS_ACCURATE_FROM_K && !(error <= cublas)).then(|| {
+            format!(
+                "less accurate than cuBLAS SGEMM on the same inputs: largest relative error \
+                 {error:.3e} against cuBLAS's {cublas:.3e} (a {self} kernel must match it from \
+                 K = {AS_ACCURATE_FROM_K})"
+            )
+        })
+    }
+
+    /// A candidate of this math measured on a gemm of inner dimension `k`, where cuBLAS SGEMM's
+    /// largest relative error on the same inputs is `cublas`: still measured, or a validation
+    /// failure saying why it is refused ([`Math::accuracy_shortfall`]).
+    pub fn admit(self, k: usize, cublas: f64, measured: Measured) -> Result<Measured, Failure> {
+        match self.accuracy_shortfall(k, measured.max_rel_error, cublas) {
+            Some(reason) => Err(Failure {
+                stage: Stage::Validate,
+                reason,
+            }),
+            None => Ok(measured),
+        }
     }
 }
 
@@ -167,6 +206,29 @@ impl fmt::Display for MathPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn tf32x3_must_match_cublas_accuracy_from_k_256_and_simt_never_is_held_to_it() {
+        let k = AS_ACCURATE_FROM_K;
+        // 3xTF32 less accurate than cuBLAS from K = 256 on: refused, with both errors.
+        let why = Math::Tf32x3.accuracy_shortfall(k, 1.25e-7, 6.2e-8).unwrap();
+        assert!(
+            why.contains("1.250e-7") && why.contains("6.200e-8"),
+            "{why}"
+        );
+        assert!(
+            why.contains("cuBLAS SGEMM") && why.contains("K = 256"),
+            "{why}"
+        );
+        // Equal or better: admitted; below K = 256 the FP32 tolerance alone decides.
+        assert_eq!(Math::Tf32x3.accuracy_shortfall(k, 6.2e-8, 6.2e-8), None);
+        assert_eq!(Math::Tf32x3.accuracy_shortfall(4096, 7e-8, 3.8e-7), None);
+        assert_eq!(Math::Tf32x3.accuracy_shortfall(k - 1, 1e-6, 1e-7), None);
+        // A NaN error (nothing to compare) is no evidence of accuracy.
+        assert!(Math::Tf32x3.accuracy_shortfall(k, f64::NAN, 1e-7).is_some());
+        // FP32 FMAs are what cuBLAS runs: never held to its error.
+        assert_eq!(Math::Simt.accuracy_shortfall(4096, 1e-6, 1e-7), None);
+    }
 
     #[test]
     fn math_parses_prints_and_refuses_with_the_accepted_names() {

@@ -815,10 +815,10 @@ fn measure_grid(
             opts.isolation.as_ref(),
         )
         .map_err(run_err)?;
-        let (cublas, _) = eval.baseline().map_err(run_err)?;
+        let (cublas, cublas_error) = eval.baseline().map_err(run_err)?;
         // A config that fails here is recorded as 0: the predictor never uses it nearby.
         let ms: Vec<f64> = eval
-            .time_configs(dev, catalog, cache, shape, portfolio)
+            .time_configs(dev, catalog, cache, shape, portfolio, cublas_error.max)
             .map_err(run_err)?
             .into_iter()
             .map(|t| t.unwrap_or(0.0))

@@ -322,9 +322,9 @@ fn evaluate_one(
         opts.isolation.as_ref(),
     )
     .map_err(run_err)?;
-    let (cublas, _) = eval.baseline().map_err(run_err)?;
+    let (cublas, cublas_error) = eval.baseline().map_err(run_err)?;
     let times = eval
-        .time_configs(dev, catalog, cache, shape, &configs)
+        .time_configs(dev, catalog, cache, shape, &configs, cublas_error.max)
         .map_err(run_err)?;
     drop(eval);
     let mut best: Option<(f64, String)> = None;

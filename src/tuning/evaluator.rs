@@ -91,7 +91,9 @@ impl<'d> Evaluator<'d> {
 
     /// Compiles each of `configs` for `shape` (the shape this evaluator was opened for) on
     /// `dev`, through `cache`, then validates and times it: its median time, or why it did
-    /// not run (unknown family, no launch for the shape, compile error, failed validation).
+    /// not run (unknown family, no launch for the shape, compile error, failed validation, or
+    /// less accurate than cuBLAS, whose largest relative error on these inputs is
+    /// `cublas_error`, where its math must not be: [`crate::family::math::Math::admit`]).
     pub fn time_configs(
         &mut self,
         dev: &Device,
@@ -99,6 +101,7 @@ impl<'d> Evaluator<'d> {
         cache: &nvrtc::Cache,
         shape: Shape,
         configs: &[Config],
+        cublas_error: f64,
     ) -> Result<Vec<Result<f64, String>>, RunError> {
         let kernels = compile_configs(
             catalog,
@@ -109,10 +112,14 @@ impl<'d> Evaluator<'d> {
             configs,
         );
         let mut times = Vec::with_capacity(configs.len());
-        for k in kernels {
+        for (k, config) in kernels.into_iter().zip(configs) {
+            let math = catalog.math_of(&config.family);
             times.push(match k {
                 Err(e) => Err(e),
-                Ok((c, launch)) => match self.evaluate(&c, launch, None)? {
+                Ok((c, launch)) => match self
+                    .evaluate(&c, launch, None)?
+                    .and_then(|m| math.admit(shape.k as usize, cublas_error, m))
+                {
                     Ok(m) => Ok(m.stats.median_ms),
                     Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),
                 },

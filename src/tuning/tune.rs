@@ -273,7 +273,11 @@ pub fn tune(
                     stage: Stage::Compile,
                     reason: e.to_string(),
                 }),
-                Ok(c) => evaluator.evaluate(c, p.launch, best)?,
+                Ok(c) => evaluator.evaluate(c, p.launch, best)?.and_then(|m| {
+                    catalog
+                        .math_of(&p.config.family)
+                        .admit(shape.k as usize, baseline_error.max, m)
+                }),
             };
             let time = outcome.as_ref().ok().map(|m| m.stats.median_ms);
             if let Some(t) = time {

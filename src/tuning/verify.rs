@@ -277,7 +277,7 @@ pub fn verify(
                 opts.isolation.as_ref(),
             )
             .map_err(err)?;
-            let (cublas, _) = eval.baseline().map_err(err)?;
+            let (cublas, cublas_error) = eval.baseline().map_err(err)?;
             let configs: Vec<Config> = members
                 .iter()
                 .map(|&i| subjects[i].config.clone())
@@ -287,14 +287,22 @@ pub fn verify(
             for (&i, k) in members.iter().zip(kernels) {
                 let r = match k {
                     Err(e) => Err(format!("Compile: {e}")),
-                    Ok((c, launch)) => match eval.evaluate(&c, launch, None).map_err(err)? {
-                        Ok(m) => Ok(Retimed {
-                            kernel_ms: m.stats.median_ms,
-                            cublas_ms: cublas.median_ms,
-                            max_rel_error: m.max_rel_error,
-                        }),
-                        Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),
-                    },
+                    Ok((c, launch)) => {
+                        match eval.evaluate(&c, launch, None).map_err(err)?.and_then(|m| {
+                            catalog.math_of(&subjects[i].config.family).admit(
+                                shape.k as usize,
+                                cublas_error.max,
+                                m,
+                            )
+                        }) {
+                            Ok(m) => Ok(Retimed {
+                                kernel_ms: m.stats.median_ms,
+                                cublas_ms: cublas.median_ms,
+                                max_rel_error: m.max_rel_error,
+                            }),
+                            Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),
+                        }
+                    }
                 };
                 out[i].problem = Some(r);
             }
