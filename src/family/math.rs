@@ -81,7 +81,9 @@ impl Math {
     /// happens to be more accurate (a split K sums shorter runs), SGEMM-exact kernels or cuBLAS
     /// serve the shape instead.
     pub fn accuracy_shortfall(self, k: usize, error: f64, cublas: f64) -> Option<String> {
-        (self == Math::Tf32x3 && k >= AS_ACCURATE_FROM_K && !(error <= cublas)).then(|| {
+        // A NaN error compares as neither: no evidence of accuracy, so refused.
+        let within = error.partial_cmp(&cublas).is_some_and(|o| o.is_le());
+        (self == Math::Tf32x3 && k >= AS_ACCURATE_FROM_K && !within).then(|| {
             format!(
                 "less accurate than cuBLAS SGEMM on the same inputs: largest relative error \
                  {error:.3e} against cuBLAS's {cublas:.3e} (a {self} kernel must match it from \
