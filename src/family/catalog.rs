@@ -29,7 +29,7 @@
 
 use crate::family::fingerprint::{self, Fingerprint, FingerprintError};
 use crate::family::math::Math;
-use crate::family::space::{Config, Interface, Launch, Limits, Space, SpaceError};
+use crate::family::space::{resolve_extends, Config, Interface, Launch, Limits, Space, SpaceError};
 use crate::problem::{Op, Shape};
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet};
@@ -420,7 +420,7 @@ impl Catalog {
         include_dir: &str,
     ) -> Result<Catalog, CatalogError> {
         let mut families: Vec<Family> = Vec::new();
-        for (origin, text) in spaces {
+        for (origin, text) in resolve_extends(spaces)? {
             let space = Space::from_toml_str(&text, &origin)?;
             let template = templates.get(&space.template).cloned().ok_or_else(|| {
                 CatalogError::MissingTemplate {

@@ -374,6 +374,20 @@ fn dim3_exprs(family: &str, place: &str, texts: &[String]) -> Result<[Expr; 3], 
 impl Space {
     /// Parses a space file. `origin` names it in messages.
     pub fn from_toml_str(text: &str, origin: &str) -> Result<Space, SpaceError> {
+        // `extends` is resolved among the files read together ([`resolve_extends`]).
+        if let Ok(table) = text.parse::<toml::Table>() {
+            if let Some(base) = table.get("extends") {
+                let name = table.get("name").and_then(|n| n.as_str()).unwrap_or(origin);
+                return Err(SpaceError::Invalid {
+                    family: name.to_string(),
+                    message: format!(
+                        "extends '{}': read it with the space files it extends (a catalog \
+                         of configs/spaces/), which merges the two first",
+                        base.as_str().unwrap_or_default()
+                    ),
+                });
+            }
+        }
         let file: SpaceFile = toml::from_str(text).map_err(|e| SpaceError::Toml {
             origin: origin.to_string(),
             message: e.to_string(),
@@ -791,6 +805,9 @@ impl Space {
         Ok(launch)
     }
 }
+
+mod extends;
+pub use extends::resolve_extends;
 
 #[cfg(test)]
 mod tests;
