@@ -255,6 +255,15 @@ pub fn tune(
                 error: baseline_error.max,
             })?;
         }
+        // Candidates resumed from a journal meet the accuracy rule too (the same inputs: the
+        // journal's seed is this run's).
+        for r in results.iter_mut() {
+            let math = catalog.math_of(&r.family);
+            r.outcome = r
+                .outcome
+                .clone()
+                .and_then(|m| math.admit(shape.k as usize, baseline_error.max, m));
+        }
         let mut best: Option<f64> = results
             .iter()
             .filter_map(|r| r.median_ms())
