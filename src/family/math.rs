@@ -4,8 +4,9 @@
 //!
 //! Both maths meet the FP32 tolerance of validation ([`crate::measure::verify::tolerance`]):
 //! `tf32x3` splits each operand into two TF32 parts and runs three tensor-core products, with
-//! an error of FP32 FMAs or better, but not bit for bit what FMAs give. A product that needs
-//! FMA-exact behaviour asks for `simt` only.
+//! an error of FP32 FMAs or better, but not bit for bit what FMAs give, and from K = 256 it must
+//! also be at least as accurate as cuBLAS SGEMM on the same inputs ([`Math::admit`]). A product
+//! that needs FMA-exact behaviour asks for `simt` only.
 
 use crate::measure::outcome::{Failure, Measured, Stage};
 use std::fmt;
