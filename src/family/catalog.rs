@@ -28,7 +28,6 @@
 //! family, identity included.
 
 use crate::family::fingerprint::{self, Fingerprint, FingerprintError};
-use crate::family::math::Math;
 use crate::family::space::{resolve_extends, Config, Interface, Launch, Limits, Space, SpaceError};
 use crate::problem::{Op, Shape};
 use sha2::{Digest, Sha256};
@@ -592,11 +591,6 @@ impl Catalog {
             .filter(|f| f.space.deterministic)
             .collect();
         Ok(Catalog { families })
-    }
-
-    /// The math of the family named `name` (`simt`, the default, for a name it lacks).
-    pub fn math_of(&self, name: &str) -> Math {
-        self.get(name).map(|f| f.space.math).unwrap_or_default()
     }
 
     /// The family named `name`.

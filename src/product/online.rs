@@ -112,11 +112,9 @@ pub fn tune_shape(
         let outcome = match (kernel, compiled) {
             (Ok(k), Ok(c)) => match bench.load(&c, k.launch) {
                 Err(f) => Err(f),
-                Ok(loaded) => bench.evaluate(&loaded, best)?.and_then(|m| {
-                    catalog
-                        .math_of(&config.family)
-                        .admit(shape.k as usize, baseline_error.max, m)
-                }),
+                Ok(loaded) => bench
+                    .evaluate(&loaded, best)?
+                    .and_then(|m| catalog.admit(&config.family, shape, baseline_error.max, m)),
             },
             (Err(reason), _) => Err(Failure {
                 stage: crate::measure::outcome::Stage::Compile,

@@ -93,7 +93,7 @@ impl<'d> Evaluator<'d> {
     /// `dev`, through `cache`, then validates and times it: its median time, or why it did
     /// not run (unknown family, no launch for the shape, compile error, failed validation, or
     /// less accurate than cuBLAS, whose largest relative error on these inputs is
-    /// `cublas_error`, where its math must not be: [`crate::family::math::Math::admit`]).
+    /// `cublas_error`, where its math must not be: [`Catalog::admit`]).
     pub fn time_configs(
         &mut self,
         dev: &Device,
@@ -113,12 +113,11 @@ impl<'d> Evaluator<'d> {
         );
         let mut times = Vec::with_capacity(configs.len());
         for (k, config) in kernels.into_iter().zip(configs) {
-            let math = catalog.math_of(&config.family);
             times.push(match k {
                 Err(e) => Err(e),
                 Ok((c, launch)) => match self
                     .evaluate(&c, launch, None)?
-                    .and_then(|m| math.admit(shape.k as usize, cublas_error, m))
+                    .and_then(|m| catalog.admit(&config.family, shape, cublas_error, m))
                 {
                     Ok(m) => Ok(m.stats.median_ms),
                     Err(f) => Err(format!("{:?}: {}", f.stage, f.reason)),

@@ -258,11 +258,10 @@ pub fn tune(
         // Candidates resumed from a journal meet the accuracy rule too (the same inputs: the
         // journal's seed is this run's).
         for r in results.iter_mut() {
-            let math = catalog.math_of(&r.family);
             r.outcome = r
                 .outcome
                 .clone()
-                .and_then(|m| math.admit(shape.k as usize, baseline_error.max, m));
+                .and_then(|m| catalog.admit(&r.family, shape, baseline_error.max, m));
         }
         let mut best: Option<f64> = results
             .iter()
@@ -282,11 +281,9 @@ pub fn tune(
                     stage: Stage::Compile,
                     reason: e.to_string(),
                 }),
-                Ok(c) => evaluator.evaluate(c, p.launch, best)?.and_then(|m| {
-                    catalog
-                        .math_of(&p.config.family)
-                        .admit(shape.k as usize, baseline_error.max, m)
-                }),
+                Ok(c) => evaluator
+                    .evaluate(c, p.launch, best)?
+                    .and_then(|m| catalog.admit(&p.config.family, shape, baseline_error.max, m)),
             };
             let time = outcome.as_ref().ok().map(|m| m.stats.median_ms);
             if let Some(t) = time {

@@ -289,11 +289,7 @@ pub fn verify(
                     Err(e) => Err(format!("Compile: {e}")),
                     Ok((c, launch)) => {
                         match eval.evaluate(&c, launch, None).map_err(err)?.and_then(|m| {
-                            catalog.math_of(&subjects[i].config.family).admit(
-                                shape.k as usize,
-                                cublas_error.max,
-                                m,
-                            )
+                            catalog.admit(&subjects[i].config.family, *shape, cublas_error.max, m)
                         }) {
                             Ok(m) => Ok(Retimed {
                                 kernel_ms: m.stats.median_ms,

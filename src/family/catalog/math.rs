@@ -3,6 +3,8 @@
 
 use super::Catalog;
 use crate::family::math::{Math, MathFilter};
+use crate::measure::outcome::{Failure, Measured};
+use crate::problem::Shape;
 
 /// A family a run names that its math filter leaves out.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -26,6 +28,21 @@ impl Catalog {
             .iter()
             .find(|f| f.space.name == name)
             .map(|f| f.space.math)
+    }
+
+    /// A candidate of the family named `family` measured on `shape`, where cuBLAS SGEMM's
+    /// largest relative error on the same inputs is `cublas_error`: still measured, or refused
+    /// by its math's accuracy rule ([`Math::admit`]; a name the catalog lacks counts as
+    /// `simt`, held to none).
+    pub fn admit(
+        &self,
+        family: &str,
+        shape: Shape,
+        cublas_error: f64,
+        measured: Measured,
+    ) -> Result<Measured, Failure> {
+        let math = self.math(family).unwrap_or_default();
+        math.admit(shape.k as usize, cublas_error, measured)
     }
 
     /// The catalog with only the families whose math `filter` admits: what a run with `tune

@@ -42,7 +42,7 @@ pub fn resolve_extends(spaces: Vec<(String, String)>) -> Result<Vec<(String, Str
             continue;
         }
         let mut chain = vec![i];
-        let merged = merge_chain(i, &tables, &name_of, &mut chain)?;
+        let merged = merge_chain(origin, table, &tables, &name_of, &mut chain)?;
         // Family names, not paths: the same files read from the binary or a directory merge
         // to the same text, so to the same content checksum.
         let names: Vec<String> = chain
@@ -62,24 +62,19 @@ pub fn resolve_extends(spaces: Vec<(String, String)>) -> Result<Vec<(String, Str
     Ok(out)
 }
 
-/// Table `i` merged over the chain of bases it extends; `chain` lists the files visited.
+/// `table` (of the file `origin`) merged over the chain of bases it extends, found among the
+/// files that parse; `chain` lists the files visited.
 fn merge_chain(
-    i: usize,
+    origin: &str,
+    table: &Table,
     tables: &[(String, Option<Table>)],
     name_of: &dyn Fn(&Table) -> Option<String>,
     chain: &mut Vec<usize>,
 ) -> Result<Table, SpaceError> {
-    let (origin, table) = (&tables[i].0, tables[i].1.as_ref());
-    let Some(table) = table else {
-        return Err(SpaceError::Toml {
-            origin: origin.clone(),
-            message: "it does not parse, and another space extends it".into(),
-        });
-    };
     let Some(base_name) = table.get("extends") else {
         return Ok(table.clone());
     };
-    let family = name_of(table).unwrap_or_else(|| origin.clone());
+    let family = name_of(table).unwrap_or_else(|| origin.to_string());
     let invalid = |message: String| SpaceError::Invalid {
         family: family.clone(),
         message,
@@ -87,9 +82,15 @@ fn merge_chain(
     let base_name = base_name
         .as_str()
         .ok_or_else(|| invalid("extends must be a family name, in quotes".into()))?;
-    let j = tables
+    let (j, (base_origin, base)) = tables
         .iter()
-        .position(|(_, t)| t.as_ref().and_then(name_of).as_deref() == Some(base_name))
+        .enumerate()
+        .find_map(|(j, (o, t))| {
+            let t = t
+                .as_ref()
+                .filter(|t| name_of(t).as_deref() == Some(base_name))?;
+            Some((j, (o, t)))
+        })
         .ok_or_else(|| {
             invalid(format!(
                 "extends '{base_name}', which no space file read with it defines: name a family \
@@ -103,7 +104,7 @@ fn merge_chain(
         )));
     }
     chain.push(j);
-    let mut merged = merge_chain(j, tables, name_of, chain)?;
+    let mut merged = merge_chain(base_origin, base, tables, name_of, chain)?;
     for key in OWN {
         merged.remove(key);
     }
