@@ -21,6 +21,8 @@
 //               issued as soon as the split before has emptied their registers, at the end of
 //               an iteration instead of the start of the next (more registers live: ptxas
 //               may spill)
+//   SPLIT_K     (gemm_tf32x3_wgmma_splitk's space, PIPE 1; 1 otherwise) K cut into SPLIT_K
+//               chunks of whole BK tiles along grid y, reduced in a fixed order (below)
 // Grid z walks the batch (z = min(batch, 65535); a block loops over b = blockIdx.z, + gridDim.z).
 //
 // 3xTF32 (include/tf32x3.cuh): each operand is split once, as its tile is stored to shared
@@ -48,6 +50,19 @@
 // value tests plant one), so a thread looks at its accumulators once, after the last tile. A
 // finite product that overflows goes to the FP32 recomputation too, which gives its IEEE result.
 //
+// Split-K (SPLIT_K > 1): gemm_general_splitk.cu's scheme and workspace layout (see its header):
+// grid y = SPLIT_K; a shape whose K is too short for SPLIT_K non-empty chunks uses fewer
+// (`splits`; the blocks of empty chunks exit at once); only the first batch of a grid-z slot
+// is split, later ones (batch > 65535) are computed whole by split 0. Each split stores its
+// FP32 sums (float4 s of thread tid at [s * THREADS + tid] of its partial tile, st.global.cg)
+// and counts in on the tile's counter (include/split_fixup.cuh); the last to count in sums the
+// partials in the order 0, 1, ..., splits - 1 (bit-identical results on every run), resets the
+// counter, and runs the epilogue. The late check (TF32_LATE_CHECK, required) looks at the
+// reduced sums: inf or NaN in any split's partial is inf or NaN in the sum, and the block
+// recomputes its tile in FP32 over all of K as without a split. The workspace is the kernel's
+// last argument: partials float4 [gridDim.z][SPLIT_K][tiles][BM*BN/4], then counters unsigned
+// [gridDim.z][tiles], zeroed before the first launch and left zeroed.
+//
 // Shared memory (dynamic, aligned here to 1 KB for the swizzle): STAGES (2, 3 with PIPE) x
 // [A big, A small, B big, B small], each a K-major tile of BM or BN rows of BK floats, then RING
 // raw slots of BM x BK + BN x BK floats.
@@ -71,6 +86,20 @@
 #ifndef EARLY
 #define EARLY 0
 #endif
+#ifndef SPLIT_K
+#define SPLIT_K 1
+#endif
+#if SPLIT_K < 1 || SPLIT_K > 16 || (SPLIT_K > 1 && !TF32_LATE_CHECK)
+#error "SPLIT_K must be 1 to 16, and above 1 only with PIPE 1 (the late check sees the sum)"
+#endif
+// The K range of one block: [kb, ke) with a split, [0, K) without.
+#if SPLIT_K > 1
+#define K_END ke
+#define TILE_K(t) (kb + (t) * BK)
+#else
+#define K_END K
+#define TILE_K(t) ((t) * BK)
+#endif
 #if BM % 64 != 0 || BN % WN != 0 || (WN != 64 && WN != 128 && WN != 256) ||                    \
     (BK != 16 && BK != 32) || RING == 1 || RING < 0
 #error "BM must be a multiple of 64, WN 64, 128 or 256 dividing BN, BK 16 or 32, RING 0 or >= 2"
@@ -91,6 +120,9 @@
 #include "tile_order.cuh"  // TILE_ORDER_OF_BLOCK
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
 #include "wgmma_block.cuh" // the headers, WGMMA_KERNEL, WGMMA_BLOCK_SETUP, ...
+#if SPLIT_K > 1
+#include "split_fixup.cuh" // SPLIT_COUNT_IN
+#endif
 
 WGMMA_KERNEL
 {
@@ -101,8 +133,25 @@ WGMMA_KERNEL
     // B's rows (k contiguous) when B is stored transposed.
     SplitTile<BM, BK, TRANS_A == 0> ta;
     SplitTile<BN, BK, TRANS_B == 1> tb;
+#if SPLIT_K > 1
+    // Chunks of whole BK tiles; `splits` (1..SPLIT_K) of them are non-empty; a block of an
+    // empty chunk has nothing to do in any batch (the whole block leaves: uniform).
+    const int chunk = (int)((((long long)K + SPLIT_K - 1) / SPLIT_K + BK - 1) / BK * BK);
+    const int splits = (int)(((long long)K + chunk - 1) / chunk);
+    const int ks = blockIdx.y; // this block's chunk
+    if (ks >= splits) return;
+#endif
 
     for (int bz = blockIdx.z; bz < batch; bz += gridDim.z) {
+#if SPLIT_K > 1
+        // Only a slot's first batch is split: a later one would reuse the workspace the
+        // previous batch's reducer may still read, and no block may wait for another.
+        const bool split_batch = bz == (int)blockIdx.z && splits > 1; // block-uniform
+        if (!split_batch && ks != 0) break;
+        const int kb = split_batch ? ks * chunk : 0;
+        const int ke = split_batch ? (int)min((long long)K, (long long)kb + chunk) : K;
+        const int num_tiles = (ke - kb + BK - 1) / BK; // this block's, over the setup's
+#endif
         WGMMA_BATCH_SETUP(bz)
         bool finite = true;
 
@@ -112,13 +161,13 @@ WGMMA_KERNEL
         // Reads tile t: into registers, or by cp.async into its ring slot.
         auto read = [&](int t) {
             if (RING == 0) {
-                ta.load(Ab, lda, M, K, bm, t * BK, vec_a, tid);
-                tb.load(Bb, ldb, N, K, bn, t * BK, vec_b, tid);
+                ta.load(Ab, lda, M, K_END, bm, TILE_K(t), vec_a, tid);
+                tb.load(Bb, ldb, N, K_END, bn, TILE_K(t), vec_b, tid);
             } else {
                 const int at = (t % (RING > 0 ? RING : 1)) * SLOT_BYTES;
-                ta.issue(ring + at, ring_ptr + at, Ab, lda, M, K, bm, t * BK, vec_a, tid);
-                tb.issue(ring + at + A_TILE, ring_ptr + at + A_TILE, Bb, ldb, N, K, bn, t * BK,
-                         vec_b, tid);
+                ta.issue(ring + at, ring_ptr + at, Ab, lda, M, K_END, bm, TILE_K(t), vec_a, tid);
+                tb.issue(ring + at + A_TILE, ring_ptr + at + A_TILE, Bb, ldb, N, K_END, bn,
+                         TILE_K(t), vec_b, tid);
             }
         };
         // Splits tile t (read before) into its stage.
@@ -207,6 +256,46 @@ WGMMA_KERNEL
             __syncthreads();
         }
         if (RING > 0) cp_async_wait<0>(); // (empty groups past the last tile)
+#if SPLIT_K > 1
+        if (split_batch) {
+            // Partials float4 [gridDim.z][SPLIT_K][tiles][BM*BN/4], then counters
+            // unsigned [gridDim.z][tiles]; this thread's float4 s at [s * THREADS + tid].
+            const long long tiles = (long long)tiles_m * tiles_n;
+            const long long tsz = BM * BN / 4;
+            float4* const part =
+                reinterpret_cast<float4*>(workspace) +
+                ((long long)blockIdx.z * SPLIT_K * tiles + blockIdx.x) * tsz + tid;
+            unsigned* const counter =
+                reinterpret_cast<unsigned*>(workspace +
+                                            (long long)gridDim.z * SPLIT_K * tiles * (BM * BN)) +
+                (long long)blockIdx.z * tiles + blockIdx.x;
+            float4* const mine = part + (long long)ks * tiles * tsz;
+#pragma unroll
+            for (int s = 0; s < WN / 8; ++s)
+                __stcg(mine + s * THREADS,
+                       make_float4(acc[4 * s], acc[4 * s + 1], acc[4 * s + 2], acc[4 * s + 3]));
+            SPLIT_COUNT_IN(last, counter, splits - 1)
+            if (!last) continue; // block-uniform: the next batch (split 0) or the end
+            __threadfence();
+            // The sum in the order 0, 1, ..., splits - 1, whichever block runs it (its own
+            // partial read back as stored), each split's float4 s loaded together.
+            for (int z = 0; z < splits; ++z) {
+                const float4* const src = part + (long long)z * tiles * tsz;
+                float4 v[WN / 8];
+#pragma unroll
+                for (int s = 0; s < WN / 8; ++s) v[s] = __ldcg(src + s * THREADS);
+#pragma unroll
+                for (int s = 0; s < WN / 8; ++s) {
+                    acc[4 * s] = z == 0 ? v[s].x : acc[4 * s] + v[s].x;
+                    acc[4 * s + 1] = z == 0 ? v[s].y : acc[4 * s + 1] + v[s].y;
+                    acc[4 * s + 2] = z == 0 ? v[s].z : acc[4 * s + 2] + v[s].z;
+                    acc[4 * s + 3] = z == 0 ? v[s].w : acc[4 * s + 3] + v[s].w;
+                }
+            }
+            // Every split of the tile has counted in: the next launch finds the counter 0.
+            if (tid == 0) atomicExch(counter, 0u);
+        }
+#endif
 #if TF32_LATE_CHECK
         // A value without a finite TF32 part left inf or NaN in its row's or column's sums.
 #pragma unroll

@@ -474,6 +474,34 @@ fn tf32x3_wgmma_pipe_faults_are_caught() {
     ]);
 }
 
+/// gemm_tf32x3_wgmma_splitk (K cut into chunks across grid y, the partial sums reduced by the
+/// last split to count in): a reduction that leaves out the last split, and chunks that all
+/// start at k = 0, fail validation.
+#[test]
+#[ignore = "needs g++: bash scripts/test.sh runs them"]
+fn tf32x3_wgmma_splitk_faults_are_caught() {
+    require_gxx();
+    // Eight K tiles of 32: three splits of 96, 96 and 64.
+    let shape = s(128, 192, 256);
+    let family = "gemm_tf32x3_wgmma_splitk";
+    all_caught(&[
+        mutant(
+            family,
+            "for (int z = 0; z < splits; ++z) {",
+            "for (int z = 0; z < splits - 1; ++z) {",
+            shape,
+        )
+        .want("SPLIT_K", 3),
+        mutant(
+            family,
+            "const int kb = split_batch ? ks * chunk : 0;",
+            "const int kb = 0;",
+            shape,
+        )
+        .want("SPLIT_K", 2),
+    ]);
+}
+
 /// gemm_tf32x3_wgmma_rs (A split in registers): a dropped small term and an A fragment read
 /// from the wrong row fail validation; A's registers split anew before the wait that retires
 /// the wgmma reading them (the tensor cores read registers asynchronously) is stopped by the
@@ -527,14 +555,8 @@ fn tf32x3_special_values(family: &Family) {
     for layout in ["nn", "nt"] {
         let shape = Shape::parse(Op::Gemm, &format!("{m}x{n}x{k}:{layout}")).unwrap();
         // The smallest tiles: several blocks, some of them clean.
-        let config = family
-            .space
-            .prune(shape, &limits)
-            .unwrap()
-            .valid
-            .into_iter()
-            .find(|c| c.params.get("BM") == Some(&64) && c.params.get("BN") == Some(&64))
-            .expect("a 64 x 64 tile");
+        let valid = family.space.prune(shape, &limits).unwrap().valid;
+        let config = common::smallest_tile(&valid);
         let nt = layout == "nt";
         let plant = move |a: &mut [f32], b: &mut [f32]| common::plant_special_values(a, b, nt);
         tf32x3_check(family, &config, shape, &plant);

@@ -529,14 +529,8 @@ fn tf32x3_special_values(dev: &Device, family: &autotune::family::catalog::Famil
     let nvrtc = autotune::cuda::nvrtc::nvrtc_version().unwrap();
     let (m, n, k) = common::SPECIAL_MNK;
     let shape = Shape::parse(Op::Gemm, &format!("{m}x{n}x{k}")).unwrap();
-    let config = family
-        .space
-        .prune(shape, &dev.info.limits)
-        .unwrap()
-        .valid
-        .into_iter()
-        .find(|c| c.params.get("BM") == Some(&64) && c.params.get("BN") == Some(&64))
-        .expect("a 64 x 64 tile");
+    let valid = family.space.prune(shape, &dev.info.limits).unwrap().valid;
+    let config = common::smallest_tile(&valid);
     let mut db = Database::new();
     db.upsert_gpu(dev.info.record(&nvrtc));
     db.upsert(autotune::db::Entry {

@@ -13,12 +13,19 @@
 #define WG_CAT2(a, b) a##b
 #define WG_CAT(a, b) WG_CAT2(a, b)
 
-// The full interface's kernel, one block of THREADS.
+// The full interface's kernel, one block of THREADS; with a split of K (SPLIT_K > 1) the
+// workspace is its last argument.
+#if defined(SPLIT_K) && SPLIT_K > 1
+#define WGMMA_WORKSPACE , float* __restrict__ workspace
+#else
+#define WGMMA_WORKSPACE
+#endif
 #define WGMMA_KERNEL                                                                           \
     extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(                      \
         int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,         \
         float* __restrict__ C, int lda, int ldb, int ldc, long long strideA,                   \
-        long long strideB, long long strideC, int batch, float alpha, float beta)
+        long long strideB, long long strideC, int batch, float alpha, float beta               \
+            WGMMA_WORKSPACE)
 
 // The dynamic shared memory aligned to 1 KB for the swizzle (smem, and its shared address
 // smem_at); the tile (bm, bn); the K tiles; the thread's warpgroup and its 64 x WN of the tile;

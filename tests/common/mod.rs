@@ -30,12 +30,30 @@ pub const GEMM_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suite
 pub const GEMV_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suites/gemv.toml");
 /// The families of 3xTF32 math (tensor cores, FP32 accuracy), each tested on special values and
 /// on every form.
-pub const TF32X3_FAMILIES: [&str; 4] = [
+pub const TF32X3_FAMILIES: [&str; 5] = [
     "gemm_tf32x3",
     "gemm_tf32x3_wgmma",
     "gemm_tf32x3_wgmma_pipe",
     "gemm_tf32x3_wgmma_rs",
+    "gemm_tf32x3_wgmma_splitk",
 ];
+
+/// The config of the smallest tiles among `valid` (64 x 64 where offered, else the fewest
+/// elements): several blocks on [`SPECIAL_MNK`], some of them clean.
+pub fn smallest_tile(valid: &[autotune::family::space::Config]) -> autotune::family::space::Config {
+    let tile = |c: &autotune::family::space::Config| {
+        let at = |k: &str| c.params.get(k).copied().unwrap_or(i64::MAX);
+        (
+            at("BM") != 64 || at("BN") != 64,
+            at("BM").saturating_mul(at("BN")),
+        )
+    };
+    valid
+        .iter()
+        .min_by_key(|c| tile(c))
+        .cloned()
+        .expect("a config with tiles")
+}
 
 /// The repository root (the crate's manifest directory).
 pub fn root() -> &'static Path {
