@@ -451,14 +451,69 @@ pub fn summarize(evals: &[ShapeEval]) -> (Vec<PolicySummary>, [Option<Summary>; 
             }
         })
         .collect();
-    // The regrets read the no-guard choice and the runtime's; a failed kernel has none, and
-    // then no summary is given.
+    // The regrets read the no-guard choice and the runtime's, over the shapes that have one
+    // (a failed kernel, or a search that found nothing, has none; the report says how many
+    // are left out: [`Summary::count`]).
     let all = |policy: usize, f: fn(&ShapeEval) -> Option<f64>| {
-        let v: Option<Vec<f64>> = scored(policy).map(f).collect();
-        v.and_then(|v| Summary::of(&v))
+        let v: Vec<f64> = scored(policy).filter_map(f).collect();
+        Summary::of(&v)
     };
     (
         policies,
         [all(1, ShapeEval::regret), all(0, ShapeEval::choice_regret)],
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chosen(policy: &str, kernel_ms: Option<f64>, vendor: bool) -> Chosen {
+        Chosen {
+            policy: policy.into(),
+            rule: Rule::Predicted,
+            vendor,
+            family: "gemm_general".into(),
+            params: BTreeMap::new(),
+            kernel_ms,
+            error: kernel_ms.is_none().then(|| "Timeout".to_string()),
+            effective_ms: if vendor { Some(1.0) } else { kernel_ms },
+            measured: true,
+        }
+    }
+
+    fn shape(kernel_ms: Option<f64>, best_ms: f64) -> ShapeEval {
+        ShapeEval {
+            shape: Shape::parse(Op::Gemm, "64x64x64").unwrap(),
+            label: "64x64x64".into(),
+            kind: "general".into(),
+            cublas_ms: 1.0,
+            chosen: vec![
+                chosen("runtime", kernel_ms, true),
+                chosen("no guard", kernel_ms, false),
+                chosen("nearest (before)", kernel_ms, false),
+            ],
+            best_ms: Some(best_ms),
+            best: None,
+            timed: 3,
+            times: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_failed_kernel_leaves_its_shape_out_of_the_regret_not_the_others() {
+        let evals = [
+            shape(Some(1.2), 1.0),
+            shape(None, 1.0),
+            shape(Some(1.0), 1.0),
+        ];
+        let (_, regret) = summarize(&evals);
+        let kernel = regret[0].as_ref().expect("two shapes have a regret");
+        assert_eq!(kernel.count, 2);
+        assert!((kernel.max - 1.2).abs() < 1e-12, "{kernel:?}");
+        // The runtime called cuBLAS (time 1.0) everywhere: its choice cost nothing.
+        let choice = regret[1].as_ref().unwrap();
+        assert_eq!(choice.count, 3);
+        assert!((choice.max - 1.0).abs() < 1e-12, "{choice:?}");
+    }
 }

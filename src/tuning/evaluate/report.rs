@@ -95,11 +95,21 @@ pub fn render(op: Op, gpu: &str, seed: u64, evals: &[ShapeEval], source: &str) -
     }
     let by = by_kind_and_layout(op, evals);
     let forms = format!("forms: {}", form_counts(op, evals.iter().map(|e| &e.shape)));
+    let searched = evals.iter().any(|e| e.best_ms.is_some());
     let line = |what: &str, r: &Option<Summary>| match r {
-        Some(r) => format!(
-            "{what} ({} shapes): geomean {:.3}, median {:.3}, p90 {:.3}, worst {:.3}",
-            r.count, r.geomean, r.median, r.p90, r.max
-        ),
+        Some(r) => {
+            let out = evals.len().saturating_sub(r.count);
+            let left = if out > 0 {
+                format!(", {out} left out: a kernel failed there or nothing was found")
+            } else {
+                String::new()
+            };
+            format!(
+                "{what} ({} shapes{left}): geomean {:.3}, median {:.3}, p90 {:.3}, worst {:.3}",
+                r.count, r.geomean, r.median, r.p90, r.max
+            )
+        }
+        None if searched => format!("{what}: no shape has one (every kernel compared failed)"),
         None => format!("{what}: not measured (give --tune-budget N)"),
     };
     let regret_line = format!(
