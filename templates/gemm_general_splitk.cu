@@ -127,22 +127,16 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     // Chunks of whole BK tiles; `splits` (1..SPLIT_K) of them are non-empty. A block of an
     // empty chunk has nothing to do in any batch (batches past the first of a grid-z slot are
     // done by split 0 alone): it exits before any barrier (the whole block: uniform).
-    const int chunk = (int)((((long long)K + SPLIT_K - 1) / SPLIT_K + BK - 1) / BK * BK);
-    const int splits = (int)(((long long)K + chunk - 1) / chunk);
+    SPLIT_K_CHUNKS
     const int split = blockIdx.y;
     if (split >= splits) return;
 #endif
 
     for (int bz = blockIdx.z; bz < batch; bz += gridDim.z) {
 #if SPLIT_K > 1
-        // Only the first batch of a grid-z slot is split (bz == blockIdx.z; every batch when
-        // batch <= 65535). Later batches (batch > gridDim.z) reuse the slot's workspace, which
-        // the previous batch's reduction may still be reading, and no block may wait for
-        // another: they are computed whole (K from 0), C written directly, by split 0 alone.
-        const bool split_batch = bz == (int)blockIdx.z && splits > 1; // block-uniform
-        if (!split_batch && split != 0) break;
-        const int kb = split_batch ? split * chunk : 0; // this block's K range [kb, ke)
-        const int ke = split_batch ? (int)min((long long)K, (long long)kb + chunk) : K;
+        // Only a slot's first batch is split (include/split_fixup.cuh); this block's K range
+        // is [kb, ke).
+        SPLIT_K_BATCH_RANGE(split)
 #else
         const int kb = 0;
         const int ke = K;

@@ -136,20 +136,15 @@ WGMMA_KERNEL
 #if SPLIT_K > 1
     // Chunks of whole BK tiles; `splits` (1..SPLIT_K) of them are non-empty; a block of an
     // empty chunk has nothing to do in any batch (the whole block leaves: uniform).
-    const int chunk = (int)((((long long)K + SPLIT_K - 1) / SPLIT_K + BK - 1) / BK * BK);
-    const int splits = (int)(((long long)K + chunk - 1) / chunk);
+    SPLIT_K_CHUNKS
     const int ks = blockIdx.y; // this block's chunk
     if (ks >= splits) return;
 #endif
 
     for (int bz = blockIdx.z; bz < batch; bz += gridDim.z) {
 #if SPLIT_K > 1
-        // Only a slot's first batch is split: a later one would reuse the workspace the
-        // previous batch's reducer may still read, and no block may wait for another.
-        const bool split_batch = bz == (int)blockIdx.z && splits > 1; // block-uniform
-        if (!split_batch && ks != 0) break;
-        const int kb = split_batch ? ks * chunk : 0;
-        const int ke = split_batch ? (int)min((long long)K, (long long)kb + chunk) : K;
+        // Only a slot's first batch is split (include/split_fixup.cuh).
+        SPLIT_K_BATCH_RANGE(ks)
         const int num_tiles = (ke - kb + BK - 1) / BK; // this block's, over the setup's
 #endif
         WGMMA_BATCH_SETUP(bz)

@@ -100,8 +100,7 @@ KERNEL_NAME(int M, int N, int K, const float* __restrict__ A, const float* __res
     const int bn = tile_n * BN;
     // Chunks of whole BK tiles; `splits` (1..SPLIT_K) of them are non-empty. A block of an
     // empty chunk exits before any barrier (the whole block: the condition is uniform).
-    const int chunk = (int)((((long long)K + SPLIT_K - 1) / SPLIT_K + BK - 1) / BK * BK);
-    const int splits = (int)(((long long)K + chunk - 1) / chunk);
+    SPLIT_K_CHUNKS
     const int split = blockIdx.z;
     if (split >= splits) return;
     const int k_begin = split * chunk;

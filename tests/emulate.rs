@@ -494,8 +494,8 @@ fn tf32x3_wgmma_splitk_faults_are_caught() {
         .want("SPLIT_K", 3),
         mutant(
             family,
-            "const int kb = split_batch ? ks * chunk : 0;",
-            "const int kb = 0;",
+            "SPLIT_K_BATCH_RANGE(ks)",
+            "SPLIT_K_BATCH_RANGE(ks * 0)",
             shape,
         )
         .want("SPLIT_K", 2),
