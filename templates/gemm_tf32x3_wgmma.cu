@@ -23,6 +23,8 @@
 //               may spill)
 //   SPLIT_K     (gemm_tf32x3_wgmma_splitk's space, PIPE 1; 1 otherwise) K cut into SPLIT_K
 //               chunks of whole BK tiles along grid y, reduced in a fixed order (below)
+//   SMALL_FIRST (gemm_tf32x3_wgmma_promote's space; 0 otherwise) 1: a K tile issues the small
+//               terms of all its k before its big products (below)
 // Grid z walks the batch (z = min(batch, 65535); a block loops over b = blockIdx.z, + gridDim.z).
 //
 // 3xTF32 (include/tf32x3.cuh): each operand is split once, as its tile is stored to shared
@@ -41,6 +43,11 @@
 // one, a warpgroup waits for all but its last group (the wgmma of tile kt-1, which read the
 // stage tile kt+2 is split into, of three), so the next tile's wgmma queue behind the running
 // ones into the same accumulators; the chain's sums are added into the FP32 ones at its end.
+// The order within a tile: per 8 of k its three wgmma, small terms first; with SMALL_FIRST 1 the
+// small terms of the whole tile (BK / 4 wgmma) and then its big products (BK / 8), Triton's
+// order: the products are added with truncation at the magnitude of the sums so far, so of a
+// chain's first tile only the BK / 8 big additions happen at the sums' full magnitude (with
+// BK 32: 4 of 12 instead of 11), and with CHAIN 1 that is every tile.
 //
 // A thread notes whether any value it split had no finite TF32 part (inf, NaN, or beyond
 // FLT_MAX when rounded); if any thread of the block did, the block computes its tile again in
@@ -88,6 +95,9 @@
 #endif
 #ifndef SPLIT_K
 #define SPLIT_K 1
+#endif
+#ifndef SMALL_FIRST
+#define SMALL_FIRST 0
 #endif
 #if SPLIT_K < 1 || SPLIT_K > 16 || (SPLIT_K > 1 && !TF32_LATE_CHECK)
 #error "SPLIT_K must be 1 to 16, and above 1 only with PIPE 1 (the late check sees the sum)"
@@ -209,6 +219,19 @@ WGMMA_KERNEL
             const unsigned a_big = st + wm0 * ROW_BYTES, a_small = a_big + A_TILE;
             const unsigned b_big = st + 2 * A_TILE + wn0 * ROW_BYTES, b_small = b_big + B_TILE;
             wgmma_fence();
+#if SMALL_FIRST
+#pragma unroll
+            for (int kk = 0; kk < BK; kk += 8) {
+                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_small + 4 * kk),
+                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk), kk > 0 || kt % CHAIN != 0);
+                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
+                      wgmma_desc<ROW_BYTES>(b_small + 4 * kk), 1);
+            }
+#pragma unroll
+            for (int kk = 0; kk < BK; kk += 8)
+                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
+                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk), 1);
+#else
 #pragma unroll
             for (int kk = 0; kk < BK; kk += 8) {
                 // Small terms first (include/tf32x3.cuh); the tile's chain (with PIPE, the
@@ -220,6 +243,7 @@ WGMMA_KERNEL
                 WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
                       wgmma_desc<ROW_BYTES>(b_big + 4 * kk), 1);
             }
+#endif
             wgmma_commit();
             // The stage of tile kt+1: its last reader, tile kt-1 (kt-2 with PIPE), is complete
             // (the wait and barrier that ended the previous iteration).

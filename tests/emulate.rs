@@ -474,6 +474,29 @@ fn tf32x3_wgmma_pipe_faults_are_caught() {
     ]);
 }
 
+/// gemm_tf32x3_wgmma_promote (a K tile's small terms issued before its big products, chains of
+/// one or two tiles): a tile's last big product dropped, a chain of two restarted at its second
+/// tile (the first tile lost), and a chain of one never restarted (each tile's sums added into
+/// the FP32 ones again with every later tile) fail validation.
+#[test]
+#[ignore = "needs g++: bash scripts/test.sh runs them"]
+fn tf32x3_wgmma_promote_faults_are_caught() {
+    require_gxx();
+    // Five K tiles of 32: chains of two tiles and one (CHAIN 2), or five of one.
+    let shape = s(64, 128, 160);
+    let family = "gemm_tf32x3_wgmma_promote";
+    all_caught(&[
+        mutant(
+            family,
+            "for (int kk = 0; kk < BK; kk += 8)\n                WGMMA(",
+            "for (int kk = 0; kk < BK - 8; kk += 8)\n                WGMMA(",
+            shape,
+        ),
+        mutant(family, "kk > 0 || kt % CHAIN != 0);", "kk > 0);", shape).want("CHAIN", 2),
+        mutant(family, "kk > 0 || kt % CHAIN != 0);", "1);", shape).want("CHAIN", 1),
+    ]);
+}
+
 /// gemm_tf32x3_wgmma_splitk (K cut into chunks across grid y, the partial sums reduced by the
 /// last split to count in): a reduction that leaves out the last split, and chunks that all
 /// start at k = 0, fail validation.
