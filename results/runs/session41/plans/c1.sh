@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Session 41, first call, two GPUs (asked as nvidia-h200-x2; H100s may come):
+# Session 41, first call, four GPUs (asked as nvidia-h200-x4; H100s may come):
 #   bash results/runs/session41/plans/c1.sh 560
-# Both GPUs: gemm_tf32x3_wgmma_promote (new) and gemm_tf32x3_wgmma_pipe tuned together
+# Every GPU: gemm_tf32x3_wgmma_promote (new) and gemm_tf32x3_wgmma_pipe tuned together
 # (--family twice: one process, the same inputs, each candidate's time and error in the journal)
 # on the public suites' problems with every dimension >= 1024 (promote-shapes.toml, issue 28's
-# targets), half of them per GPU (--shard).
+# targets), a quarter of them per GPU (--shard).
 # GPU 0 first: the 3xTF32 special-value test (with the new family), then
 # - on an H200 (issue 27): verify of every shipped H200 entry;
 # - on an H100: 96x200x7919, the one H100 entry that verify found 2.14x slower than recorded
@@ -27,17 +27,18 @@ F=(--suite $P/promote-shapes.toml --family gemm_tf32x3_wgmma_promote --family ge
     step retune-96 60 "$AT" tune --shape 96x200x7919 --time 30s --db "$Q/fix96.toml" \
       --summary "$Q/fix96.md"
   fi
-  step tf32-1 250 "$AT" tune "${F[@]}" --shard 1/2 --db "$Q/tf32.toml" --summary "$Q/tf32.md"
+  step tf32-3 150 "$AT" tune "${F[@]}" --shard 3/4 --db "$Q/tf32.toml" --summary "$Q/tf32.md"
   finish
 ) &
-(
-  export CUDA_VISIBLE_DEVICES=1
-  Q=/tmp/s41b
-  source scripts/gpu-queue.sh
-  step tf32-0 250 "$AT" tune "${F[@]}" --shard 0/2 --db "$Q/tf32.toml" --summary "$Q/tf32.md"
-  finish
-) &
+for g in 1 2 3; do
+  (
+    export CUDA_VISIBLE_DEVICES=$g
+    Q=/tmp/s41g$g
+    source scripts/gpu-queue.sh
+    step "tf32-$((g - 1))" 200 "$AT" tune "${F[@]}" --shard $((g - 1))/4 --db "$Q/tf32.toml" \
+      --summary "$Q/tf32.md"
+    finish
+  ) &
+done
 wait
-cat /tmp/s41a/summary.txt /tmp/s41b/summary.txt
-cp /tmp/s41a/summary.txt "$OUT/summary-a.txt"
-cp /tmp/s41b/summary.txt "$OUT/summary-b.txt"
+cat /tmp/s41a/summary.txt /tmp/s41g*/summary.txt | tee "$OUT/summary-c1.txt"

@@ -1,25 +1,16 @@
 #!/usr/bin/env bash
-# Session 41, the call after c1.sh on the same warm machine (two GPUs):
+# Session 41, the calls after c1.sh on the same warm machine (four GPUs), each sent at once:
 #   bash results/runs/session41/plans/c2.sh 560
-# On H200s (issue 26): the NT grid for the H200, measured with the H100's NT portfolio (no pool
-# search), as session 36's h200.sh plans it first; state in /tmp/h200q so that plan goes on.
-# On H100s (issue 26): gemm evaluated on a fresh seed, 3122, over every form with kernel regret
-# (--tune-budget 30), through the shipped database.
+# On H200s (issues 26, 27): session 36's plan for the H200 (every form's grid with the H100's
+# portfolios, then evaluations on fresh seeds, the layer suite untuned, the layouts suite, verify),
+# which goes on where the last call on this machine stopped (state in /tmp/h200q).
+# On H100s (issues 26, 28): session 40's plan: the plain grid and its unaligned extension
+# measured again (the portfolio may now take the split-K and promote families, their 3xTF32
+# configs timed under the accuracy rule), then the layer suite untuned and gemm on fresh seeds
+# 3122 and 3123 (state in /tmp/s41q).
 set -uo pipefail
 if nvidia-smi -L | grep -q H200; then
-  Q=/tmp/h200q LIMIT=${1:-560}
-  source scripts/gpu-queue.sh
-  RESULT_LINES="$RESULT_LINES|^cover: the portfolio"
-  DB=$Q/tuning.toml
-  [ -f "$DB" ] || cp results/tuning.toml "$DB"
-  step nt 500 "$AT" cover --op gemm --layout nt --portfolio-from h100 --devices all --db "$DB"
-  cp "$DB" "$OUT/tuning-h200.toml" 2>/dev/null
+  bash results/runs/session36/plans/h200.sh "${1:-560}"
 else
-  Q=/tmp/s41e LIMIT=${1:-560}
-  source scripts/gpu-queue.sh
-  step eval-gemm-3122 520 "$AT" evaluate --op gemm --random 60 --seed 3122 --forms all \
-    --tune-budget 30 --devices all --db results/tuning.toml \
-    --out "$Q/evaluate-gemm-3122.md" --json "$Q/evaluate-gemm-3122.json"
+  bash results/runs/session40/plans/next.sh "${1:-560}"
 fi
-cp "$Q/summary.txt" "$OUT/" 2>/dev/null
-finish
