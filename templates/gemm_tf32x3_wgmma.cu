@@ -45,9 +45,8 @@
 // ones into the same accumulators; the chain's sums are added into the FP32 ones at its end.
 // The order within a tile: per 8 of k its three wgmma, small terms first; with SMALL_FIRST 1 the
 // small terms of the whole tile (BK / 4 wgmma) and then its big products (BK / 8), Triton's
-// order: the products are added with truncation at the magnitude of the sums so far, so of a
-// chain's first tile only the BK / 8 big additions happen at the sums' full magnitude (with
-// BK 32: 4 of 12 instead of 11), and with CHAIN 1 that is every tile.
+// order, so the small terms are added while the chain's sums are small (with CHAIN 1, in
+// every tile).
 //
 // A thread notes whether any value it split had no finite TF32 part (inf, NaN, or beyond
 // FLT_MAX when rounded); if any thread of the block did, the block computes its tile again in
