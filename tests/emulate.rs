@@ -477,7 +477,9 @@ fn tf32x3_wgmma_pipe_faults_are_caught() {
 /// gemm_tf32x3_wgmma_promote (a K tile's small terms issued before its big products, chains of
 /// one or two tiles): a tile's last big product dropped, a chain of two restarted at its second
 /// tile (the first tile lost), and a chain of one never restarted (each tile's sums added into
-/// the FP32 ones again with every later tile) fail validation.
+/// the FP32 ones again with every later tile) fail validation; so do, in its split-K variant
+/// (gemm_tf32x3_wgmma_promote_splitk), a dropped big product and a reduction without the last
+/// split.
 #[test]
 #[ignore = "needs g++: bash scripts/test.sh runs them"]
 fn tf32x3_wgmma_promote_faults_are_caught() {
@@ -494,6 +496,19 @@ fn tf32x3_wgmma_promote_faults_are_caught() {
         ),
         mutant(family, "kk > 0 || kt % CHAIN != 0);", "kk > 0);", shape).want("CHAIN", 2),
         mutant(family, "kk > 0 || kt % CHAIN != 0);", "1);", shape).want("CHAIN", 1),
+        mutant(
+            "gemm_tf32x3_wgmma_promote_splitk",
+            "for (int kk = 0; kk < BK; kk += 8)\n                WGMMA(",
+            "for (int kk = 0; kk < BK - 8; kk += 8)\n                WGMMA(",
+            s(128, 192, 256),
+        ),
+        mutant(
+            "gemm_tf32x3_wgmma_promote_splitk",
+            "for (int z = 0; z < splits; ++z) {",
+            "for (int z = 0; z < splits - 1; ++z) {",
+            s(128, 192, 256),
+        )
+        .want("SPLIT_K", 3),
     ]);
 }
 
