@@ -23,8 +23,8 @@
 //               may spill)
 //   SPLIT_K     (gemm_tf32x3_wgmma_splitk's space, PIPE 1; 1 otherwise) K cut into SPLIT_K
 //               chunks of whole BK tiles along grid y, reduced in a fixed order (below)
-//   SMALL_FIRST (gemm_tf32x3_wgmma_promote's space; 0 otherwise) 1: a K tile issues the small
-//               terms of all its k before its big products (below)
+//   SMALL_FIRST (the spaces of gemm_tf32x3_wgmma_promote and _promote_splitk; 0 otherwise) 1: a
+//               K tile issues the small terms of all its k before its big products (below)
 // Grid z walks the batch (z = min(batch, 65535); a block loops over b = blockIdx.z, + gridDim.z).
 //
 // 3xTF32 (include/tf32x3.cuh): each operand is split once, as its tile is stored to shared
