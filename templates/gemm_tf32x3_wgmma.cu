@@ -218,31 +218,25 @@ WGMMA_KERNEL
             const unsigned a_big = st + wm0 * ROW_BYTES, a_small = a_big + A_TILE;
             const unsigned b_big = st + 2 * A_TILE + wn0 * ROW_BYTES, b_small = b_big + B_TILE;
             wgmma_fence();
-#if SMALL_FIRST
-#pragma unroll
-            for (int kk = 0; kk < BK; kk += 8) {
-                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_small + 4 * kk),
-                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk), kk > 0 || kt % CHAIN != 0);
-                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
-                      wgmma_desc<ROW_BYTES>(b_small + 4 * kk), 1);
-            }
-#pragma unroll
-            for (int kk = 0; kk < BK; kk += 8)
-                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
-                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk), 1);
-#else
 #pragma unroll
             for (int kk = 0; kk < BK; kk += 8) {
                 // Small terms first (include/tf32x3.cuh); the tile's chain (with PIPE, the
-                // chain's first tile) starts from 0.
+                // chain's first tile) starts from 0. With SMALL_FIRST, the big products follow
+                // all of the tile's small terms (below).
                 WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_small + 4 * kk),
                       wgmma_desc<ROW_BYTES>(b_big + 4 * kk), kk > 0 || kt % CHAIN != 0);
                 WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
                       wgmma_desc<ROW_BYTES>(b_small + 4 * kk), 1);
-                WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
-                      wgmma_desc<ROW_BYTES>(b_big + 4 * kk), 1);
+                if (!SMALL_FIRST)
+                    WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
+                          wgmma_desc<ROW_BYTES>(b_big + 4 * kk), 1);
             }
-#endif
+            if (SMALL_FIRST) {
+#pragma unroll
+                for (int kk = 0; kk < BK; kk += 8)
+                    WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),
+                          wgmma_desc<ROW_BYTES>(b_big + 4 * kk), 1);
+            }
             wgmma_commit();
             // The stage of tile kt+1: its last reader, tile kt-1 (kt-2 with PIPE), is complete
             // (the wait and barrier that ended the previous iteration).

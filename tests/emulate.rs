@@ -490,16 +490,16 @@ fn tf32x3_wgmma_promote_faults_are_caught() {
     all_caught(&[
         mutant(
             family,
-            "for (int kk = 0; kk < BK; kk += 8)\n                WGMMA(",
-            "for (int kk = 0; kk < BK - 8; kk += 8)\n                WGMMA(",
+            "for (int kk = 0; kk < BK; kk += 8)\n                    WGMMA(",
+            "for (int kk = 0; kk < BK - 8; kk += 8)\n                    WGMMA(",
             shape,
         ),
         mutant(family, "kk > 0 || kt % CHAIN != 0);", "kk > 0);", shape).want("CHAIN", 2),
         mutant(family, "kk > 0 || kt % CHAIN != 0);", "1);", shape).want("CHAIN", 1),
         mutant(
             "gemm_tf32x3_wgmma_promote_splitk",
-            "for (int kk = 0; kk < BK; kk += 8)\n                WGMMA(",
-            "for (int kk = 0; kk < BK - 8; kk += 8)\n                WGMMA(",
+            "for (int kk = 0; kk < BK; kk += 8)\n                    WGMMA(",
+            "for (int kk = 0; kk < BK - 8; kk += 8)\n                    WGMMA(",
             s(128, 192, 256),
         ),
         mutant(
