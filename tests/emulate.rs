@@ -540,45 +540,6 @@ fn tf32x3_wgmma_splitk_faults_are_caught() {
     ]);
 }
 
-/// gemm_tf32x3_wgmma_ws (a producer warpgroup splits K tiles into stages, consumers issue
-/// wgmma, named barriers between them): a dropped small term fails validation; a consumer that
-/// hands a stage back before the wgmma reading it are complete lets the producer overwrite it
-/// (validation); a producer that never waits for a stage to be handed back mixes the
-/// consumers' arrivals of two rounds into one phase until the block deadlocks, and consumers
-/// that hand back the stages nobody waits for end the block with a barrier part-way (the
-/// emulator's named-barrier checks).
-#[test]
-#[ignore = "needs g++: bash scripts/test.sh runs them"]
-fn tf32x3_wgmma_ws_faults_are_caught() {
-    require_gxx();
-    // Sixteen K tiles of 32 (32 of 16): more than any STAGES, so stages are reused.
-    let shape = s(64, 128, 512);
-    let family = "gemm_tf32x3_wgmma_ws";
-    all_caught(&[
-        mutant(
-            family,
-            "WGMMA(tile_acc, wgmma_desc<ROW_BYTES>(a_big + 4 * kk),\n                          wgmma_desc<ROW_BYTES>(b_small + 4 * kk), 1);",
-            "",
-            shape,
-        ),
-        mutant(family, "done = kt;", "done = kt + 1;", shape).want("CHAIN", 2),
-        mutant(
-            family,
-            "if (t >= STAGES) named_sync(EMPTY_BAR + s, BLOCK_THREADS);",
-            "",
-            shape,
-        )
-        .by(Catch::Check("deadlock")),
-        mutant(
-            family,
-            "if (released + STAGES < num_tiles)\n",
-            "\n",
-            shape,
-        )
-        .by(Catch::Check("part-way")),
-    ]);
-}
-
 /// gemm_tf32x3_wgmma_rs (A split in registers): a dropped small term and an A fragment read
 /// from the wrong row fail validation; A's registers split anew before the wait that retires
 /// the wgmma reading them (the tensor cores read registers asynchronously) is stopped by the

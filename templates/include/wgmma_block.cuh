@@ -13,19 +13,15 @@
 #define WG_CAT2(a, b) a##b
 #define WG_CAT(a, b) WG_CAT2(a, b)
 
-// The full interface's kernel, one block of BLOCK_THREADS (THREADS unless the template defines
-// it: the threads that share the copies may be fewer than the block's); with a split of K
-// (SPLIT_K > 1) the workspace is its last argument.
-#ifndef BLOCK_THREADS
-#define BLOCK_THREADS THREADS
-#endif
+// The full interface's kernel, one block of THREADS; with a split of K (SPLIT_K > 1) the
+// workspace is its last argument.
 #if defined(SPLIT_K) && SPLIT_K > 1
 #define WGMMA_WORKSPACE , float* __restrict__ workspace
 #else
 #define WGMMA_WORKSPACE
 #endif
 #define WGMMA_KERNEL                                                                           \
-    extern "C" __global__ void __launch_bounds__(BLOCK_THREADS, 1) KERNEL_NAME(                \
+    extern "C" __global__ void __launch_bounds__(THREADS, 1) KERNEL_NAME(                      \
         int M, int N, int K, const float* __restrict__ A, const float* __restrict__ B,         \
         float* __restrict__ C, int lda, int ldb, int ldc, long long strideA,                   \
         long long strideB, long long strideC, int batch, float alpha, float beta               \

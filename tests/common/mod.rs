@@ -30,7 +30,7 @@ pub const GEMM_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suite
 pub const GEMV_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suites/gemv.toml");
 /// The families of 3xTF32 math (tensor cores, FP32 accuracy), each tested on special values and
 /// on every form.
-pub const TF32X3_FAMILIES: [&str; 8] = [
+pub const TF32X3_FAMILIES: [&str; 7] = [
     "gemm_tf32x3",
     "gemm_tf32x3_wgmma",
     "gemm_tf32x3_wgmma_pipe",
@@ -38,7 +38,6 @@ pub const TF32X3_FAMILIES: [&str; 8] = [
     "gemm_tf32x3_wgmma_promote_splitk",
     "gemm_tf32x3_wgmma_rs",
     "gemm_tf32x3_wgmma_splitk",
-    "gemm_tf32x3_wgmma_ws",
 ];
 
 /// The config of the smallest tiles among `valid` (64 x 64 where offered, else the fewest

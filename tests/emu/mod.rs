@@ -174,15 +174,6 @@ fn emulate_asm(body: &str) -> Result<String, String> {
     if let Some((_, call)) = COUNTED.iter().find(|(p, _)| ptx.starts_with(p)) {
         return Ok(format!("{call}({});", op(0)?));
     }
-    for (prefix, call) in [
-        ("bar.sync ", "emu_bar_sync"),
-        ("bar.arrive ", "emu_bar_arrive"),
-    ] {
-        if ptx.starts_with(prefix) {
-            // Named barriers: id and thread count.
-            return Ok(format!("{call}({}, {});", op(0)?, op(1)?));
-        }
-    }
     if ptx.starts_with("cvt.rna.tf32.f32 ") {
         return Ok(format!("({}) = emu_cvt_rna_tf32({});", op(0)?, op(1)?));
     }

@@ -93,9 +93,6 @@ template <class A, class Site> inline void emu_shared(A& a, Site)
 
 void __syncthreads();
 int __syncthreads_or(int p);
-// bar.sync / bar.arrive: named barrier `id` (1 to 15) of `count` threads (runtime.cpp).
-void emu_bar_sync(int id, int count);
-void emu_bar_arrive(int id, int count);
 
 // A warp-level call: op (0 shfl, 1 up, 2 down, 3 xor, 4 ballot, 5 any, 6 all, 7 syncwarp)
 // with this lane's mask, 4-byte value, source lane, delta or lane mask, and width.

@@ -12,11 +12,7 @@
 // that spins on a flag another thread or block sets never yields: the test's watchdog kills
 // the run.
 //
-// __syncthreads waits for every thread of the block that has not returned. A named barrier
-// (bar.sync / bar.arrive with an id from 1 to 15 and a thread count) completes when that many
-// threads have arrived, syncing or not; every arrival of one phase must name the same count, a
-// multiple of 32, and a block may not end with a barrier part-way through a phase (an arrival
-// nobody waits for). A warp-level call
+// __syncthreads waits for every thread of the block that has not returned. A warp-level call
 // (__shfl_*_sync, __ballot_sync, __any_sync, __all_sync, __syncwarp) waits for the lanes its
 // mask names, which must each make the same call with the same mask: a lane whose mask leaves
 // it out, a mask naming a lane that has returned, is not in the warp or makes another call,
@@ -194,7 +190,7 @@ static const char* emu_op_name(EmuWarpOp op)
 
 // One thread of the block: a fiber with its own stack, and what it waits for.
 struct EmuThread {
-    enum class State { runnable, barrier, named, warp, done };
+    enum class State { runnable, barrier, warp, done };
     EmuContext ctx;
     unsigned tid = 0;
     dim3 idx;
@@ -203,7 +199,6 @@ struct EmuThread {
     int group = 0;               // the cp.async group being filled
     std::vector<EmuWgmma> wgmmas; // wgmma.mma_async not yet done
     int wgmma_group = 0;          // the wgmma group being filled
-    unsigned named_id = 0;        // the named barrier it waits at (State::named)
     unsigned char* stack = nullptr;
     size_t stack_bytes = 0;
     void* fake_stack = nullptr; // AddressSanitizer's, while switched away
@@ -232,10 +227,6 @@ struct EmuBlock {
     std::vector<EmuWarp> warps;
     unsigned live = 0;       // threads that have not returned
     unsigned at_barrier = 0; // of them, those waiting at __syncthreads
-    // Named barriers 1 to 15: the count of the phase under way and the arrivals so far.
-    struct Named {
-        unsigned count = 0, arrived = 0;
-    } named[16];
     int or_acc = 0, or_result = 0;
     const std::function<void()>* body = nullptr;
     EmuContext scheduler;
@@ -309,36 +300,6 @@ static void emu_barrier()
 }
 
 void __syncthreads() { emu_barrier(); }
-
-// ---- named barriers ----
-// One arrival at named barrier `id` of `count` threads; a syncing thread waits for the rest.
-static void emu_named(int id, int count, bool sync)
-{
-    EmuBlock& b = *emu_block;
-    const char* what = sync ? "bar.sync" : "bar.arrive";
-    if (id < 1 || id > 15) emu_fail("%s %d: the emulator takes named barriers 1 to 15", what, id);
-    if (count <= 0 || count % 32 != 0 || static_cast<size_t>(count) > b.threads.size())
-        emu_fail("%s %d with a count of %d threads (a multiple of 32, at most the block's %zu)",
-                 what, id, count, b.threads.size());
-    EmuBlock::Named& n = b.named[id];
-    if (n.arrived == 0)
-        n.count = static_cast<unsigned>(count);
-    else if (n.count != static_cast<unsigned>(count))
-        emu_fail("%s %d with a count of %d while its phase counts %u", what, id, count, n.count);
-    if (sync) {
-        emu_current->state = EmuThread::State::named;
-        emu_current->named_id = static_cast<unsigned>(id);
-    }
-    if (++n.arrived == n.count) {
-        for (EmuThread& t : b.threads)
-            if (t.state == EmuThread::State::named && t.named_id == static_cast<unsigned>(id))
-                t.state = EmuThread::State::runnable;
-        n.arrived = 0;
-    }
-    if (sync && emu_current->state == EmuThread::State::named) emu_yield();
-}
-void emu_bar_sync(int id, int count) { emu_named(id, count, true); }
-void emu_bar_arrive(int id, int count) { emu_named(id, count, false); }
 
 int __syncthreads_or(int p)
 {
@@ -787,10 +748,6 @@ static void emu_start(EmuThread& t)
         const char* sep = listed > 1 ? ", " : "";
         if (t.state == EmuThread::State::barrier) {
             std::snprintf(one, sizeof one, "%sthread %u at __syncthreads", sep, t.tid);
-        } else if (t.state == EmuThread::State::named) {
-            const EmuBlock::Named& n = emu_block->named[t.named_id];
-            std::snprintf(one, sizeof one, "%sthread %u at bar.sync %u (%u of %u arrived)", sep,
-                          t.tid, t.named_id, n.arrived, n.count);
         } else {
             const EmuWarp::Lane& l = emu_block->warps[t.tid / 32].lane[t.tid % 32];
             std::snprintf(one, sizeof one, "%sthread %u at %s with mask 0x%08x", sep, t.tid,
@@ -815,7 +772,6 @@ static void emu_run_block(EmuBlock& b, uint64_t& s)
     b.live = static_cast<unsigned>(b.threads.size());
     b.at_barrier = 0;
     b.or_acc = b.or_result = 0;
-    for (EmuBlock::Named& n : b.named) n = EmuBlock::Named{};
     std::vector<unsigned> round;
     while (b.live > 0) {
         round.clear();
@@ -826,10 +782,6 @@ static void emu_run_block(EmuBlock& b, uint64_t& s)
         for (unsigned i : round)
             if (b.threads[i].state == EmuThread::State::runnable) emu_switch_to(b.threads[i]);
     }
-    for (unsigned id = 1; id < 16; ++id)
-        if (b.named[id].arrived != 0)
-            emu_fail("the block ended with named barrier %u part-way: %u of %u threads arrived", id,
-                     b.named[id].arrived, b.named[id].count);
 }
 
 // Runs `body` once per thread of every block of `grid`, the blocks one at a time in the order
