@@ -277,18 +277,19 @@ fn shipped_coverage_predicts_untuned_shapes_without_a_gpu() {
     // A GPU the database has, without a grid of that form.
     common::fails_with(
         &[
-            "cover", "--loo", "--db", db, "--op", "gemm", "--layout", "tt", "--gpu", "h200",
+            "cover", "--loo", "--db", db, "--op", "gemm", "--layout", "tt", "--beta", "1", "--gpu",
+            "h200",
         ],
         &[
-            "no gemm:tt coverage for 'NVIDIA H200'",
+            "no gemm:tt:beta coverage for 'NVIDIA H200'",
             "autotune cover --op gemm",
         ],
     );
 }
 
 /// Coverage is per form: `cover --layout nt` measures the layer call's grid (a dry run lists it
-/// without a GPU), and where the shipped database has no grid of a form for a GPU (TT on the
-/// H200), there is none to check or to predict that form's problems from.
+/// without a GPU), and where the shipped database has no grid of a form for a GPU (TT with
+/// beta on the H200), there is none to check or to predict that form's problems from.
 #[test]
 fn cover_measures_one_form_per_grid() {
     let db = "results/tuning.toml";
@@ -352,11 +353,13 @@ fn cover_measures_one_form_per_grid() {
             "gemm",
             "--layout",
             "tt",
+            "--beta",
+            "1",
             "--gpu",
             "NVIDIA H200",
         ],
         &[
-            "no gemm:tt coverage for 'NVIDIA H200'",
+            "no gemm:tt:beta coverage for 'NVIDIA H200'",
             "NVIDIA H200 gemm coverage",
         ],
     );
@@ -367,7 +370,7 @@ fn cover_measures_one_form_per_grid() {
         "--gpu",
         "NVIDIA H200",
         "--shape",
-        "777x1333x555:tt",
+        "777x1333x555:tt:beta",
         "--json",
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
