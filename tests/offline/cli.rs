@@ -277,19 +277,20 @@ fn shipped_coverage_predicts_untuned_shapes_without_a_gpu() {
     // A GPU the database has, without a grid of that form.
     common::fails_with(
         &[
-            "cover", "--loo", "--db", db, "--op", "gemm", "--layout", "tt", "--beta", "1", "--gpu",
-            "h200",
+            "cover", "--loo", "--db", db, "--op", "gemm", "--layout", "tt", "--batch", "4",
+            "--gpu", "h200",
         ],
         &[
-            "no gemm:tt:beta coverage for 'NVIDIA H200'",
+            "no gemm:tt:b4 coverage for 'NVIDIA H200'",
             "autotune cover --op gemm",
         ],
     );
 }
 
 /// Coverage is per form: `cover --layout nt` measures the layer call's grid (a dry run lists it
-/// without a GPU), and where the shipped database has no grid of a form for a GPU (TT with
-/// beta on the H200), there is none to check or to predict that form's problems from.
+/// without a GPU), and where the shipped database has no grid of a form for a GPU (a strided
+/// batch of TT products on the H200), there is none to check or to predict that form's problems
+/// from.
 #[test]
 fn cover_measures_one_form_per_grid() {
     let db = "results/tuning.toml";
@@ -353,13 +354,13 @@ fn cover_measures_one_form_per_grid() {
             "gemm",
             "--layout",
             "tt",
-            "--beta",
-            "1",
+            "--batch",
+            "4",
             "--gpu",
             "NVIDIA H200",
         ],
         &[
-            "no gemm:tt:beta coverage for 'NVIDIA H200'",
+            "no gemm:tt:b4 coverage for 'NVIDIA H200'",
             "NVIDIA H200 gemm coverage",
         ],
     );
@@ -370,7 +371,7 @@ fn cover_measures_one_form_per_grid() {
         "--gpu",
         "NVIDIA H200",
         "--shape",
-        "777x1333x555:tt:beta",
+        "777x1333x555:tt:b4",
         "--json",
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
