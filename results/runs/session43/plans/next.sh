@@ -59,5 +59,14 @@ else
       --json "$Q/evaluate-gemm-$seed-h100.json"
   done
 fi
-cp "$Q"/evaluate-* "$Q/summary.txt" "$OUT/" 2>/dev/null
+# Issue 29: where a Python call's host time goes (torch_call, launch_plan with and without the
+# GIL, the Rust call in the same process), never measured since torch_call landed; needs the
+# wheel and call_overhead that scripts/build-gpu.sh puts in .gpu/ (carry them).
+if ls .gpu/autotune-*.whl >/dev/null 2>&1; then
+  step py-overhead 120 bash -c "rm -rf /tmp/site && python3 -m pip install -q --no-deps \
+    --no-index --target /tmp/site .gpu/autotune-*.whl && cd /tmp && PYTHONPATH=/tmp/site \
+    python3 $PWD/python/tests/overhead_bench.py --gpu --rust $PWD/.gpu/call_overhead \
+    >$Q/overhead-gpu.txt 2>&1"
+fi
+cp "$Q"/evaluate-* "$Q"/overhead-gpu.txt "$Q/summary.txt" "$OUT/" 2>/dev/null
 finish
