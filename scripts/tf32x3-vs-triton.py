@@ -7,7 +7,10 @@ TRITON.md is the table scripts/triton-tf32x3.py writes (Triton's x cuBLAS and bo
 measured in its own process against cuBLAS SGEMM through PyTorch); each problem's entry of the
 database (for the GPU whose name holds --gpu) gives autotune's x cuBLAS, measured in the tuning
 process against cuBLAS SGEMM. Both ratios are to cuBLAS SGEMM timed beside each: the
-comparison is of ratios, on the same GPU model. Problems without an entry are listed so."""
+comparison is of ratios, on the same GPU model. Problems without an entry are listed so, or
+with --untuned REPORT.md (an `autotune evaluate` report of the same GPU that holds them) with
+what the runtime gives them untuned: its choice and x cuBLAS from the report (cuBLAS itself,
+1.000, where the guard calls it), no error figures."""
 import argparse
 import re
 import tomllib
@@ -16,7 +19,20 @@ p = argparse.ArgumentParser()
 p.add_argument("triton")
 p.add_argument("--db", default="results/tuning.toml")
 p.add_argument("--gpu", default="H100")
+p.add_argument("--untuned", help="an evaluate report (Markdown) for problems without an entry")
 a = p.parse_args()
+untuned = {}
+if a.untuned:
+    head = None
+    for line in open(a.untuned):
+        c = [x.strip() for x in line.strip().strip("|").split("|")]
+        if c[0] == "shape" and "x cuBLAS" in c:
+            head = c
+        elif head and len(c) == len(head) and re.fullmatch(r"\d+x\d+x\d+(:nt)?", c[0]):
+            choice = c[head.index("runtime's choice")]
+            # "cuBLAS (guard; else F)" or "rule: F PARAMS": the family alone.
+            family = "cuBLAS (guard)" if choice.startswith("cuBLAS") else choice.split(": ", 1)[-1].split()[0]
+            untuned[c[0]] = (family, float(c[head.index("x cuBLAS")]))
 entries = {}
 for e in tomllib.load(open(a.db, "rb")).get("entry", []):
     if e["op"] == "gemm" and a.gpu.lower() in e["gpu"].lower():
@@ -31,6 +47,13 @@ for line in open(a.triton):
         continue
     shape, triton_x, triton_err = cells[0], float(cells[3]), cells[6]
     e = entries.get(shape)
+    if e is None and shape in untuned:
+        family, ours = untuned[shape]
+        total += 1
+        ahead += ours > triton_x
+        print(f"| {shape} | untuned: {family} | {ours:.3f} | {triton_x:.3f} | {ours / triton_x:.3f} "
+              f"| | | {triton_err} |")
+        continue
     if e is None:
         print(f"| {shape} | no entry | | {triton_x:.3f} | | | | {triton_err} |")
         continue
