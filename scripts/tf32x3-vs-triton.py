@@ -31,7 +31,10 @@ if a.untuned:
         elif head and len(c) == len(head) and re.fullmatch(r"\d+x\d+x\d+(:nt)?", c[0]):
             choice = c[head.index("runtime's choice")]
             # "cuBLAS (guard; else F)" or "rule: F PARAMS": the family alone.
-            family = "cuBLAS (guard)" if choice.startswith("cuBLAS") else choice.split(": ", 1)[-1].split()[0]
+            if choice.startswith("cuBLAS"):
+                family = "cuBLAS (guard)"
+            else:
+                family = choice.split(": ", 1)[-1].split()[0]
             untuned[c[0]] = (family, float(c[head.index("x cuBLAS")]))
 entries = {}
 for e in tomllib.load(open(a.db, "rb")).get("entry", []):
