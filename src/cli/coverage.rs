@@ -326,7 +326,7 @@ pub(super) struct EvaluateArgs {
     /// Write the per-shape table and the summaries as Markdown to this file.
     #[arg(long)]
     out: Option<PathBuf>,
-    /// Write every measurement as JSON to this file.
+    /// Write every measurement as JSON to this file (one compact line; `--rescore` reads it).
     #[arg(long)]
     json: Option<PathBuf>,
     /// No GPU: re-score the measurements of an earlier run (its --json file) under the rules
@@ -466,7 +466,9 @@ fn report(
         std::fs::write(path, &r.markdown).with_context(|| format!("writing {}", path.display()))?;
     }
     if let Some(path) = &a.json {
-        std::fs::write(path, serde_json::to_string_pretty(&r.json)?)
+        // Compact: a record for programs (`--rescore` reads it back; the Markdown is the one
+        // to read), kept per seed and GPU, where indentation made a third of its size.
+        std::fs::write(path, serde_json::to_string(&r.json)? + "\n")
             .with_context(|| format!("writing {}", path.display()))?;
     }
     Ok(())

@@ -571,7 +571,15 @@ fn evaluate_rescores_a_committed_measurement_without_a_gpu() {
         out.contains("summary (gemm, 50 shapes, NVIDIA H100 80GB HBM3)"),
         "{out}"
     );
-    let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    let written = fs::read_to_string(&json).unwrap();
+    // One compact line: the records are kept per seed and GPU, for programs.
+    assert_eq!(
+        written.lines().count(),
+        1,
+        "{}",
+        &written[..written.len().min(200)]
+    );
+    let v: serde_json::Value = serde_json::from_str(&written).unwrap();
     let recorded: serde_json::Value =
         serde_json::from_str(&fs::read_to_string(rec).unwrap()).unwrap();
     assert_eq!(v["gpu"], recorded["gpu"]);
