@@ -105,6 +105,8 @@ struct SpaceFile {
     description: String,
     #[serde(default)]
     constraints: Vec<String>,
+    #[serde(default)]
+    untuned_constraints: Vec<String>,
     params: BTreeMap<String, Vec<i64>>,
     #[serde(default)]
     derived: BTreeMap<String, String>,
@@ -313,6 +315,9 @@ pub struct Space {
     params: BTreeMap<String, Vec<i64>>,
     derived: Vec<(String, Expr)>,
     constraints: Vec<Expr>,
+    /// `untuned_constraints`: what a config must also meet to serve a shape nobody tuned
+    /// ([`Space::serves_untuned`]).
+    untuned: Vec<Expr>,
     grid: [Expr; 3],
     block: [Expr; 3],
     shared_bytes: Option<Expr>,
@@ -451,6 +456,12 @@ impl Space {
             .enumerate()
             .map(|(i, c)| parse(format!("constraint {} ('{c}')", i + 1), c))
             .collect::<Result<Vec<_>, _>>()?;
+        let untuned = file
+            .untuned_constraints
+            .iter()
+            .enumerate()
+            .map(|(i, c)| parse(format!("untuned constraint {} ('{c}')", i + 1), c))
+            .collect::<Result<Vec<_>, _>>()?;
         let opt = |place: &str, t: &Option<String>| {
             let place = if place.contains('.') {
                 place.to_string()
@@ -510,6 +521,7 @@ impl Space {
             params: file.params,
             derived,
             constraints,
+            untuned,
         };
         space.check_names()?;
         Ok(space)
@@ -532,6 +544,7 @@ impl Space {
         let all = self
             .constraints
             .iter()
+            .chain(self.untuned.iter())
             .chain(self.derived.iter().map(|(_, e)| e))
             .chain(self.grid.iter())
             .chain(self.block.iter())
@@ -666,6 +679,46 @@ impl Space {
             return Ok(Some("dynamic shared memory > device opt-in limit".into()));
         }
         Ok(None)
+    }
+
+    /// Why `config`, valid on `shape`, may not serve it where nobody tuned it (the space's
+    /// `untuned_constraints`, each of which must be non-zero), or `None` if it may. A runtime
+    /// that predicts a config for an untuned shape from a coverage grid has no measurement of
+    /// that shape, only of the grid's; a family states here which of its configs keep a margin
+    /// for what the grid cannot show (e.g. accuracy that varies from shape to shape), while
+    /// every config still serves the shapes it was tuned and validated on.
+    pub fn untuned_reject_reason(
+        &self,
+        config: &Config,
+        shape: Shape,
+        limits: &Limits,
+    ) -> Result<Option<String>, SpaceError> {
+        if self.untuned.is_empty() {
+            return Ok(None);
+        }
+        let env = self.env(config, shape, limits)?;
+        for c in &self.untuned {
+            match c.eval(&env) {
+                Ok(0) | Err(ExprError::Arithmetic { .. }) => {
+                    return Ok(Some(format!("untuned constraint '{}'", c.text())))
+                }
+                Ok(_) => {}
+                Err(source) => {
+                    return Err(SpaceError::Expr {
+                        family: self.name.clone(),
+                        place: format!("untuned constraint '{}'", c.text()),
+                        source,
+                    })
+                }
+            }
+        }
+        Ok(None)
+    }
+
+    /// Whether `config` may serve `shape` untuned ([`Space::untuned_reject_reason`]); an
+    /// expression that cannot be evaluated says no.
+    pub fn serves_untuned(&self, config: &Config, shape: Shape, limits: &Limits) -> bool {
+        matches!(self.untuned_reject_reason(config, shape, limits), Ok(None))
     }
 
     /// The performance model's figures for `config` on `shape`: static shared memory and the

@@ -3,7 +3,7 @@
 //! name among the space files read together (one catalog), and merged before the file is
 //! parsed:
 //! - `name`, `revision` and `description` are the file's own (never inherited);
-//! - `constraints` are the base's, then the file's;
+//! - `constraints` and `untuned_constraints` are the base's, then the file's;
 //! - `[params]`, `[derived]`, `[launch]` and `[model]` are merged key by key, the file's
 //!   values replacing the base's;
 //! - every other key (`op`, `template`, `interface`, `math`, `arch_specific`, ...) is the
@@ -113,9 +113,11 @@ fn merge_chain(
             continue;
         }
         match (key.as_str(), merged.get_mut(key), value) {
-            ("constraints", Some(Value::Array(base)), Value::Array(own)) => {
-                base.extend(own.iter().cloned())
-            }
+            (
+                "constraints" | "untuned_constraints",
+                Some(Value::Array(base)),
+                Value::Array(own),
+            ) => base.extend(own.iter().cloned()),
             (k, Some(Value::Table(base)), Value::Table(own)) if MERGED.contains(&k) => {
                 for (k, v) in own {
                     base.insert(k.clone(), v.clone());
@@ -170,6 +172,26 @@ DEEP = [0, 1]
 [derived]
 SMEM = "8 * BM"
 "#;
+
+    #[test]
+    fn untuned_constraints_are_the_bases_then_the_files() {
+        let base = BASE.replace(
+            "constraints = [\"THREADS >= 32\"]",
+            "constraints = [\"THREADS >= 32\"]\nuntuned_constraints = [\"TM >= 1\"]",
+        );
+        let own = CHILD.replace(
+            "constraints = [\"BM % TM == 0\"]",
+            "constraints = [\"BM % TM == 0\"]\nuntuned_constraints = [\"BM >= 64\"]",
+        );
+        for (child, want) in [
+            (CHILD, vec!["TM >= 1"]),
+            (own.as_str(), vec!["TM >= 1", "BM >= 64"]),
+        ] {
+            let spaces = resolved(&[("child.toml", child), ("base.toml", &base)]).unwrap();
+            let texts: Vec<&str> = spaces[0].untuned.iter().map(|c| c.text()).collect();
+            assert_eq!(texts, want);
+        }
+    }
 
     fn resolved(files: &[(&str, &str)]) -> Result<Vec<Space>, SpaceError> {
         let spaces = files

@@ -385,3 +385,52 @@ fn math_defaults_to_simt_and_names_the_accepted_values() {
         "{e}"
     );
 }
+
+#[test]
+fn untuned_constraints_keep_configs_from_shapes_nobody_tuned_only() {
+    let text = SPACE.replace(
+        "[params]",
+        "untuned_constraints = [\"TM >= 2\", \"BM / TM < 64\"]\n\n[params]",
+    );
+    let s = Space::from_toml_str(&text, "toy.toml").unwrap();
+    let shape = Shape::mnk(100, 33, 7);
+    let valid = s.prune(shape, &limits()).unwrap().valid;
+    // Pruning is unchanged: every config stays valid for tuning.
+    assert_eq!(valid.len(), 8);
+    let label = |c: &Config| c.params_label();
+    let serving: Vec<String> = valid
+        .iter()
+        .filter(|c| s.serves_untuned(c, shape, &limits()))
+        .map(label)
+        .collect();
+    assert_eq!(
+        serving,
+        [
+            "BM=32 TM=2",
+            "BM=32 TM=4",
+            "BM=64 TM=2",
+            "BM=64 TM=4",
+            "BM=128 TM=4"
+        ]
+    );
+    let why = |c: &Config| s.untuned_reject_reason(c, shape, &limits()).unwrap();
+    assert_eq!(
+        why(&valid[0]).as_deref(),
+        Some("untuned constraint 'TM >= 2'")
+    );
+    assert_eq!(
+        why(&valid[6]).as_deref(),
+        Some("untuned constraint 'BM / TM < 64'")
+    );
+    // A space without the key serves every valid config untuned.
+    let plain = Space::from_toml_str(SPACE, "toy.toml").unwrap();
+    assert!(valid
+        .iter()
+        .all(|c| plain.serves_untuned(c, shape, &limits())));
+    // Names are checked at load, as in every expression.
+    let bad = SPACE.replace("[params]", "untuned_constraints = [\"TX > 1\"]\n\n[params]");
+    let err = Space::from_toml_str(&bad, "toy.toml")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("TX"), "{err}");
+}
