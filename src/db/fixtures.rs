@@ -115,3 +115,21 @@ pub(super) fn sample_db() -> Database {
     ));
     db
 }
+
+/// The parameters of a 128 x 128 x 32 `gemm_tf32x3_wgmma_pipe` kernel with chains of `chain`
+/// K tiles (its space serves shapes nobody tuned with chains of one tile only).
+pub(crate) fn pipe_params(chain: i64) -> BTreeMap<String, i64> {
+    [
+        ("BM", 128),
+        ("BN", 128),
+        ("BK", 32),
+        ("WN", 128),
+        ("RING", 0),
+        ("GROUP_M", 1),
+        ("PIPE", 1),
+        ("CHAIN", chain),
+        ("EARLY", 0),
+    ]
+    .map(|(k, v)| (k.to_string(), v))
+    .into()
+}

@@ -83,22 +83,10 @@ fn configs_a_family_keeps_from_untuned_shapes_are_never_predicted() {
     // chains of one K tile only: the chain of 4 is twice as fast at every grid point and
     // is still neither ranked nor chosen, by the guard or without it.
     let cat = Catalog::builtin().unwrap();
-    let pipe = |chain| {
-        cfg(
-            &cat,
-            "gemm_tf32x3_wgmma_pipe",
-            &[
-                ("BM", 128),
-                ("BN", 128),
-                ("BK", 32),
-                ("WN", 128),
-                ("RING", 0),
-                ("GROUP_M", 1),
-                ("PIPE", 1),
-                ("CHAIN", chain),
-                ("EARLY", 0),
-            ],
-        )
+    let pipe = |chain| CoverageConfig {
+        family: "gemm_tf32x3_wgmma_pipe".into(),
+        params: crate::db::fixtures::pipe_params(chain),
+        checksum: cat.get("gemm_tf32x3_wgmma_pipe").unwrap().checksum.clone(),
     };
     let mut cov = Coverage {
         gpu: h100().name,

@@ -364,6 +364,31 @@ fn the_winners_a_coverage_lacks_are_added_fastest_first() {
 }
 
 #[test]
+fn winners_the_runtime_never_predicts_untuned_are_not_added() {
+    // gemm_tf32x3_wgmma_pipe serves untuned shapes with chains of one K tile only: its
+    // faster winner with chains of 4 would be timed on every grid point for nothing.
+    let cat = Catalog::builtin().unwrap();
+    let gpu = "NVIDIA Test GPU";
+    let mut db = crate::db::Database::new();
+    db.upsert_gpu(crate::db::fixtures::gpu(gpu));
+    let pipe = |shape: &str, chain: i64, vs: f64| crate::db::Entry {
+        family: "gemm_tf32x3_wgmma_pipe".into(),
+        checksum: cat.get("gemm_tf32x3_wgmma_pipe").unwrap().checksum.clone(),
+        params: crate::db::fixtures::pipe_params(chain),
+        vs_cublas: vs,
+        ..crate::db::fixtures::entry(gpu, Op::Gemm, shape, 1.0)
+    };
+    db.upsert(pipe("2048x2048x2048", 4, 2.0));
+    db.upsert(pipe("4096x4096x4096", 1, 1.5));
+    let base = coverage_of(gpu, &[], &[("1024x1024x1024", 1.0, &[])]);
+    let chains: Vec<i64> = winners_to_add(&db, &cat, &base, &[], 10)
+        .iter()
+        .map(|c| c.params["CHAIN"])
+        .collect();
+    assert_eq!(chains, vec![1]);
+}
+
+#[test]
 fn another_gpus_portfolio_is_taken_current_configs_only_or_refused_with_what_there_is() {
     let cat = Catalog::builtin().unwrap();
     let fresh = |stages: i64| Config {

@@ -13,8 +13,9 @@ use crate::tuning::devices::Devices;
 
 /// The configs [`widen`] adds to `base`: this GPU's current tuned winners of the op whose
 /// family computes the coverage's form ([`portfolio_seeds`]: those tuned on the form first,
-/// then by speed over cuBLAS), of `families` when any are named, that the portfolio lacks; at
-/// most `max`.
+/// then by speed over cuBLAS), of `families` when any are named, that the portfolio lacks and
+/// that may serve some point of the grid untuned (the family's `untuned_constraints`: a config
+/// the runtime never predicts is no use to a grid); at most `max`.
 pub fn winners_to_add(
     db: &crate::db::Database,
     catalog: &Catalog,
@@ -26,8 +27,30 @@ pub fn winners_to_add(
         .into_iter()
         .filter(|c| families.is_empty() || families.contains(&c.family))
         .filter(|c| !in_portfolio(base, &c.family, &c.params))
+        .filter(|c| serves_untuned_somewhere(db, catalog, base, c))
         .take(max)
         .collect()
+}
+
+/// Whether `config` may serve some point of `base` untuned
+/// ([`crate::family::space::Space::serves_untuned`], with the limits of `base`'s GPU); true
+/// where that cannot be told (an unknown family or arch), so the measurement decides.
+fn serves_untuned_somewhere(
+    db: &crate::db::Database,
+    catalog: &Catalog,
+    base: &Coverage,
+    config: &Config,
+) -> bool {
+    let limits = db
+        .gpu(&base.gpu)
+        .and_then(|g| g.arch.parse::<crate::gpu::Arch>().ok())
+        .and_then(|a| crate::gpu::Limits::for_arch(a.number() as i64));
+    let (Some(limits), Ok(family)) = (limits, catalog.get(&config.family)) else {
+        return true;
+    };
+    base.point_shapes()
+        .into_iter()
+        .any(|shape| family.space.serves_untuned(config, shape, &limits))
 }
 
 /// Adds `configs` to the portfolio of `base` (a coverage of this GPU model): each is validated
