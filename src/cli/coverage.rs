@@ -176,7 +176,7 @@ pub(super) fn cover(a: &CoverArgs) -> Result<()> {
                     format!(" of {}", a.families.join(", "))
                 };
                 bail!(
-                    "--add-winners: {} already has every current tuned winner{of} that computes its form: tune more problems of {op}{tags} first (autotune tune)",
+                    "--add-winners: {} already has every current tuned winner{of} that computes its form and may serve its shapes untuned (the family's untuned_constraints): tune more problems of {op}{tags} first (autotune tune)",
                     base.describe()
                 );
             }
