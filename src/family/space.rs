@@ -450,18 +450,15 @@ impl Space {
                 )));
             }
         }
-        let constraints = file
-            .constraints
-            .iter()
-            .enumerate()
-            .map(|(i, c)| parse(format!("constraint {} ('{c}')", i + 1), c))
-            .collect::<Result<Vec<_>, _>>()?;
-        let untuned = file
-            .untuned_constraints
-            .iter()
-            .enumerate()
-            .map(|(i, c)| parse(format!("untuned constraint {} ('{c}')", i + 1), c))
-            .collect::<Result<Vec<_>, _>>()?;
+        let parse_all = |what: &str, texts: &[String]| {
+            texts
+                .iter()
+                .enumerate()
+                .map(|(i, c)| parse(format!("{what} {} ('{c}')", i + 1), c))
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let constraints = parse_all("constraint", &file.constraints)?;
+        let untuned = parse_all("untuned constraint", &file.untuned_constraints)?;
         let opt = |place: &str, t: &Option<String>| {
             let place = if place.contains('.') {
                 place.to_string()
@@ -645,19 +642,8 @@ impl Space {
             }) => return Ok(Some(format!("arithmetic error in '{text}'"))),
             Err(e) => return Err(e),
         };
-        for c in &self.constraints {
-            match c.eval(&env) {
-                Ok(0) => return Ok(Some(c.text().to_string())),
-                Ok(_) => {}
-                Err(ExprError::Arithmetic { .. }) => return Ok(Some(c.text().to_string())),
-                Err(source) => {
-                    return Err(SpaceError::Expr {
-                        family: self.name.clone(),
-                        place: format!("constraint '{}'", c.text()),
-                        source,
-                    })
-                }
-            }
+        if let Some(c) = self.first_unmet(&self.constraints, &env, "constraint")? {
+            return Ok(Some(c.text().to_string()));
         }
         let launch = match self.launch_in(&env) {
             Ok(l) => l,
@@ -697,16 +683,27 @@ impl Space {
             return Ok(None);
         }
         let env = self.env(config, shape, limits)?;
-        for c in &self.untuned {
-            match c.eval(&env) {
-                Ok(0) | Err(ExprError::Arithmetic { .. }) => {
-                    return Ok(Some(format!("untuned constraint '{}'", c.text())))
-                }
+        Ok(self
+            .first_unmet(&self.untuned, &env, "untuned constraint")?
+            .map(|c| format!("untuned constraint '{}'", c.text())))
+    }
+
+    /// The first of `exprs` that is zero in `env` (or fails arithmetic there: unmet too);
+    /// an error for an expression that cannot be evaluated at all (`what` names the list).
+    fn first_unmet<'a>(
+        &self,
+        exprs: &'a [Expr],
+        env: &Env,
+        what: &str,
+    ) -> Result<Option<&'a Expr>, SpaceError> {
+        for c in exprs {
+            match c.eval(env) {
+                Ok(0) | Err(ExprError::Arithmetic { .. }) => return Ok(Some(c)),
                 Ok(_) => {}
                 Err(source) => {
                     return Err(SpaceError::Expr {
                         family: self.name.clone(),
-                        place: format!("untuned constraint '{}'", c.text()),
+                        place: format!("{what} '{}'", c.text()),
                         source,
                     })
                 }

@@ -23,34 +23,26 @@ pub fn winners_to_add(
     families: &[String],
     max: usize,
 ) -> Vec<Config> {
-    portfolio_seeds(db, catalog, &base.gpu, base.op, &base.form, usize::MAX)
-        .into_iter()
-        .filter(|c| families.is_empty() || families.contains(&c.family))
-        .filter(|c| !in_portfolio(base, &c.family, &c.params))
-        .filter(|c| serves_untuned_somewhere(db, catalog, base, c))
-        .take(max)
-        .collect()
-}
-
-/// Whether `config` may serve some point of `base` untuned
-/// ([`crate::family::space::Space::serves_untuned`], with the limits of `base`'s GPU); true
-/// where that cannot be told (an unknown family or arch), so the measurement decides.
-fn serves_untuned_somewhere(
-    db: &crate::db::Database,
-    catalog: &Catalog,
-    base: &Coverage,
-    config: &Config,
-) -> bool {
+    // The limits of `base`'s GPU and its points, for the family's untuned constraints; where
+    // the arch cannot be told, every winner goes on and the measurement decides.
     let limits = db
         .gpu(&base.gpu)
         .and_then(|g| g.arch.parse::<crate::gpu::Arch>().ok())
         .and_then(|a| crate::gpu::Limits::for_arch(a.number() as i64));
-    let (Some(limits), Ok(family)) = (limits, catalog.get(&config.family)) else {
-        return true;
+    let shapes = base.point_shapes();
+    let serves_some_point = |c: &Config| match (&limits, catalog.get(&c.family)) {
+        (Some(limits), Ok(family)) => shapes
+            .iter()
+            .any(|&shape| family.space.serves_untuned(c, shape, limits)),
+        _ => true,
     };
-    base.point_shapes()
+    portfolio_seeds(db, catalog, &base.gpu, base.op, &base.form, usize::MAX)
         .into_iter()
-        .any(|shape| family.space.serves_untuned(config, shape, &limits))
+        .filter(|c| families.is_empty() || families.contains(&c.family))
+        .filter(|c| !in_portfolio(base, &c.family, &c.params))
+        .filter(|c| serves_some_point(c))
+        .take(max)
+        .collect()
 }
 
 /// Adds `configs` to the portfolio of `base` (a coverage of this GPU model): each is validated
