@@ -156,6 +156,10 @@ impl Layout {
 /// Largest batch count of one problem (cuBLAS takes an `int`).
 pub const MAX_BATCH: u64 = i32::MAX as u64;
 
+/// How far past the batch counts a batched coverage grid measured it serves problems
+/// ([`Form::served_by_counts`]): down to half the smallest count, up to twice the largest.
+pub const BATCH_REACH: u64 = 2;
+
 /// What a problem is beyond its dimensions: layouts, leading dimensions, beta, batch. The
 /// default is the plain form every family computes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
@@ -205,16 +209,33 @@ impl Form {
     }
 
     /// Whether a coverage grid measured on `grid` is evidence of speed on problems of this
-    /// form: the same layout, beta and batch count (they change what is read and how), while
+    /// form: the same layout and beta, and one product per call on both or a batch count
+    /// within [`BATCH_REACH`] of the grid's (they change what is read and how), while
     /// alpha is free (one multiply per output, for cuBLAS and for every kernel of the full
     /// interface alike) and a grid of packed rows also serves padded ones (padded rows are
     /// 256-byte aligned: the packed, aligned points are their evidence). Only configs whose
     /// family computes the problem's form are ranked for it
     /// ([`crate::family::space::Interface::computes`]).
     pub fn served_by(&self, grid: &Form) -> bool {
+        self.served_by_counts(grid, grid.batch..=grid.batch)
+    }
+
+    /// [`Form::served_by`] for a grid whose points take the batch counts `counts` (a batched
+    /// grid may measure several: `batches` in its file): a batched problem is served when its
+    /// count lies within a factor of [`BATCH_REACH`] of them, the way a grid's M, N and K
+    /// reach the shapes between and just past its points (the prediction interpolates in the
+    /// count too). A batch of one is served only by a grid of one product, and the reverse.
+    pub fn served_by_counts(&self, grid: &Form, counts: std::ops::RangeInclusive<u64>) -> bool {
+        let batch = if self.batch == 1 || grid.batch == 1 {
+            self.batch == grid.batch
+        } else {
+            let (lo, hi) = (*counts.start(), *counts.end());
+            self.batch.saturating_mul(BATCH_REACH) >= lo
+                && self.batch <= hi.saturating_mul(BATCH_REACH)
+        };
         self.layout == grid.layout
             && self.beta == grid.beta
-            && self.batch == grid.batch
+            && batch
             && (self.padded || !grid.padded)
     }
 
@@ -722,179 +743,4 @@ impl Shape {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn parses_gemm_and_gemv_forms() {
-        assert_eq!(
-            Shape::parse(Op::Gemm, "2048x1024X512").unwrap(),
-            Shape::mnk(2048, 1024, 512)
-        );
-        assert_eq!(
-            Shape::parse(Op::Gemv, "4096x100").unwrap(),
-            Shape::mnk(4096, 1, 100)
-        );
-        assert_eq!(
-            Shape::parse(Op::Gemv, "7x1x9").unwrap(),
-            Shape::mnk(7, 1, 9)
-        );
-        assert_eq!(
-            Shape::parse(Op::Gemm, " 3 x 5 x 7 ")
-                .unwrap()
-                .label(Op::Gemm),
-            "3x5x7"
-        );
-    }
-
-    #[test]
-    fn rejects_bad_shapes_with_reasons() {
-        assert!(matches!(
-            Shape::parse(Op::Gemm, "2048x2048"),
-            Err(ShapeError::Malformed { .. })
-        ));
-        assert!(matches!(
-            Shape::parse(Op::Gemm, "axbxc"),
-            Err(ShapeError::Malformed { .. })
-        ));
-        assert!(matches!(
-            Shape::parse(Op::Gemm, "1x1x"),
-            Err(ShapeError::Malformed { .. })
-        ));
-        assert!(matches!(
-            Shape::parse(Op::Gemm, "0x4x4"),
-            Err(ShapeError::NotPositive { dim: 'M', .. })
-        ));
-        assert!(matches!(
-            Shape::parse(Op::Gemm, "4x-4x4"),
-            Err(ShapeError::NotPositive { dim: 'N', .. })
-        ));
-        assert!(matches!(
-            Shape::parse(Op::Gemm, "4x4x99999999999999999999999"),
-            Err(ShapeError::Overflow { dim: 'K', .. })
-        ));
-        assert!(matches!(
-            Shape::parse(Op::Gemm, "100000x100000x1"),
-            Err(ShapeError::TooLarge {
-                what: "C (MxN)",
-                ..
-            })
-        ));
-        assert!(matches!(
-            Shape::parse(Op::Gemv, "4x2x4"),
-            Err(ShapeError::GemvN { n: 2, .. })
-        ));
-        // Each matrix fits, but K would overflow the kernels' 32-bit K loop.
-        let err = Shape::parse(Op::Gemm, "1x1x2147483647").unwrap_err();
-        assert!(
-            matches!(
-                err,
-                ShapeError::DimTooLarge {
-                    dim: 'K',
-                    value: 2147483647,
-                    ..
-                }
-            ),
-            "{err:?}"
-        );
-        assert!(err.to_string().contains("2^30"), "{err}");
-        assert!(matches!(
-            Shape::parse(Op::Gemv, "1073741825x1"),
-            Err(ShapeError::DimTooLarge { dim: 'M', .. })
-        ));
-        assert_eq!(
-            Shape::parse(Op::Gemv, "1x1073741824").unwrap(),
-            Shape::mnk(1, 1, MAX_DIM)
-        );
-        assert!(matches!(
-            Shape::new(Op::Gemm, 1, 1, MAX_DIM + 1),
-            Err(ShapeError::DimTooLarge { dim: 'K', .. })
-        ));
-        let msg = Shape::parse(Op::Gemm, "12").unwrap_err().to_string();
-        assert!(msg.contains("MxNxK"), "{msg}");
-    }
-
-    #[test]
-    fn forms_parse_label_and_lay_out() {
-        let s = Shape::parse(Op::Gemm, "64x48x32:TN:b8:beta:pad").unwrap();
-        assert_eq!(
-            s.form,
-            Form {
-                layout: Layout::Tn,
-                padded: true,
-                beta: true,
-                scaled: false,
-                batch: 8
-            }
-        );
-        assert_eq!(s.label(Op::Gemm), "64x48x32:tn:b8:beta:pad");
-        assert_eq!(Shape::parse(Op::Gemm, &s.label(Op::Gemm)).unwrap(), s);
-        assert!(Shape::parse(Op::Gemm, "8x8x8").unwrap().form.is_plain());
-        // A is stored K x M for TN: lda pads M = 64 past the next multiple of 64.
-        let st = s.strides(Op::Gemm);
-        assert_eq!((st.lda, st.ldb, st.ldc), (128, 64, 64));
-        assert_eq!(st.stride_a, 31 * 128 + 64);
-        assert_eq!(st.stride_c, 63 * 64 + 48);
-        assert_eq!(s.lens(Op::Gemm)[0], 8 * st.stride_a);
-        assert_eq!(s.flops(), 2.0 * 64.0 * 48.0 * 32.0 * 8.0);
-        // Packed NT: B stored N x K.
-        let nt = Shape::parse(Op::Gemm, "64x48x32:nt").unwrap();
-        assert_eq!(nt.stored(Op::Gemm), [(64, 32), (48, 32), (64, 48)]);
-        let st = nt.strides(Op::Gemm);
-        assert_eq!((st.lda, st.ldb, st.ldc), (32, 32, 48));
-        // gemv: t is y = A^T x (x has M elements, y K).
-        let v = Shape::parse(Op::Gemv, "100x30:t:b2:alpha").unwrap();
-        assert_eq!(v.label(Op::Gemv), "100x30:t:b2:alpha");
-        assert_eq!(v.lens(Op::Gemv), [2 * 3000, 2 * 100, 2 * 30]);
-        assert!(v.form.scaled);
-        // Tuning calls: alpha 1, beta 0 for the plain form only.
-        let plain = Shape::mnk(4, 4, 4).tuning_call(Op::Gemm);
-        assert_eq!((plain.alpha, plain.beta), (1.0, 0.0));
-        let call = s.tuning_call(Op::Gemm);
-        assert_eq!((call.alpha, call.beta, call.batch), (0.75, 0.5, 8));
-        // Errors say what is accepted.
-        let e = Shape::parse(Op::Gemm, "8x8x8:xx").unwrap_err();
-        assert!(matches!(e, ShapeError::BadTag { .. }), "{e}");
-        assert!(e.to_string().contains("nn, nt, tn, tt"), "{e}");
-        assert!(matches!(
-            Shape::parse(Op::Gemm, "8x8x8:b0"),
-            Err(ShapeError::BadBatch { .. })
-        ));
-        assert!(matches!(
-            Shape::parse(Op::Gemm, "8x8x8:b99999999999"),
-            Err(ShapeError::BadBatch { .. })
-        ));
-        assert!(Shape::parse(Op::Gemv, "8x8:nt").is_err());
-        assert!(matches!(
-            Layout::parse(Op::Gemv, "tt"),
-            Err(ShapeError::UnknownLayout { .. })
-        ));
-        assert_eq!(Layout::parse(Op::Gemv, "T").unwrap(), Layout::Tn);
-        assert_eq!(Layout::Tn.name(Op::Gemv), "t");
-        assert_eq!(Layout::from_trans(true, true), Layout::Tt);
-    }
-
-    #[test]
-    fn counts_work() {
-        let s = Shape::parse(Op::Gemm, "2x3x4").unwrap();
-        assert_eq!(s.flops(), 48.0);
-        assert_eq!(s.min_bytes(Op::Gemm), 4.0 * (8.0 + 12.0 + 6.0));
-        let v = Shape::parse(Op::Gemv, "10x20").unwrap();
-        assert_eq!(v.min_bytes(Op::Gemv), 4.0 * (200.0 + 20.0 + 10.0));
-        assert_eq!("SGEMV".parse::<Op>().unwrap(), Op::Gemv);
-        assert_eq!(Shape::new(Op::Gemm, 2, 3, 4).unwrap(), s);
-        assert!(matches!(
-            Shape::new(Op::Gemm, 2, 0, 4),
-            Err(ShapeError::NotPositive { dim: 'N', .. })
-        ));
-        assert!(matches!(
-            Shape::new(Op::Gemv, 2, 2, 4),
-            Err(ShapeError::GemvN { .. })
-        ));
-        assert!(matches!(
-            Shape::new(Op::Gemm, 1 << 20, 1 << 20, 1),
-            Err(ShapeError::TooLarge { .. })
-        ));
-        assert!("conv".parse::<Op>().is_err());
-    }
-}
+mod tests;

@@ -49,7 +49,9 @@ pub(super) struct CoverArgs {
     #[arg(long, default_value_t = 28, value_parser = clap::value_parser!(u64).range(1..=256))]
     portfolio: u64,
     /// Measure the portfolio of this GPU's coverage of the same op and form (a GPU the
-    /// database names, e.g. one of the same arch): no pool search, the grid alone.
+    /// database names, e.g. one of the same arch; for a batched form it has no coverage of,
+    /// that of the form unbatched, its configs that compute batches): no pool search, the
+    /// grid alone.
     #[arg(long, value_name = "GPU", conflicts_with_all = ["portfolio", "extend", "add_winners", "loo"])]
     portfolio_from: Option<String>,
     /// Evaluations of each pool search.

@@ -285,13 +285,16 @@ impl Database {
         self.coverage(gpu, op, &shape.form)
     }
 
-    /// Whether `gpu` measured `op` on `shape`: it has an entry, or the coverage grid of the
-    /// shape's form holds it. What "shapes nobody tuned" leaves out.
+    /// Whether `gpu` measured `op` on `shape`: it has an entry, or a coverage grid that serves
+    /// the shape's form holds it (a batched grid's points take several counts). What "shapes
+    /// nobody tuned" leaves out.
     pub fn measured(&self, gpu: &str, op: Op, shape: Shape) -> bool {
         self.get(gpu, op, shape).is_some()
             || self
-                .coverage_for(gpu, op, shape)
-                .is_some_and(|c| c.points.iter().any(|p| c.point_shape(p) == Some(shape)))
+                .coverage
+                .iter()
+                .filter(|c| c.gpu == gpu && c.op == op && c.serves(&shape.form))
+                .any(|c| c.points.iter().any(|p| c.point_shape(p) == Some(shape)))
     }
 
     /// Adds `cov`, or replaces the coverage of the same GPU, op and form and returns the old

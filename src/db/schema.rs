@@ -377,8 +377,10 @@ pub struct CoveragePoint {
 }
 
 impl CoveragePoint {
-    /// The dimensions, from the label (checked when the database is read), in the plain form:
-    /// [`Coverage::point_shape`] gives the problem with the record's form.
+    /// The dimensions, from the label (checked when the database is read), in the plain form
+    /// but for a batch count of its own where the label has one (`64x64x64:b8`, a point of a
+    /// grid measuring several): [`Coverage::point_shape`] gives the problem with the record's
+    /// form.
     pub fn shape(&self, op: Op) -> Option<Shape> {
         Shape::parse(op, &self.shape).ok()
     }
@@ -401,17 +403,43 @@ impl Coverage {
         (self.gpu.as_str(), self.op, self.form)
     }
 
-    /// Whether the grid is evidence of speed on problems of `form` ([`Form::served_by`]: the
-    /// same layout, beta and batch count; alpha free; a packed grid serves padded rows). A grid
-    /// measured on one layout says nothing about the speed of another: a plain problem is
-    /// never guarded by an NT grid, nor the reverse.
+    /// Whether the grid is evidence of speed on problems of `form` ([`Form::served_by_counts`]
+    /// with its points' batch counts: the same layout and beta, a batch count the points reach;
+    /// alpha free; a packed grid serves padded rows). A grid measured on one layout says
+    /// nothing about the speed of another: a plain problem is never guarded by an NT grid, nor
+    /// the reverse.
     pub fn serves(&self, form: &Form) -> bool {
-        form.served_by(&self.form)
+        form.served_by_counts(&self.form, self.batch_counts())
     }
 
-    /// The problem a point measured: its dimensions with the record's form.
+    /// The smallest and largest batch count of its points (the record's own where it has no
+    /// points; a record of one product per call has no other).
+    pub fn batch_counts(&self) -> std::ops::RangeInclusive<u64> {
+        if self.form.batch == 1 {
+            return 1..=1;
+        }
+        let counts = self.points.iter().filter_map(|p| self.point_shape(p));
+        let (lo, hi) = counts.fold((u64::MAX, 0), |(lo, hi), s| {
+            (lo.min(s.form.batch), hi.max(s.form.batch))
+        });
+        if lo > hi {
+            self.form.batch..=self.form.batch
+        } else {
+            lo..=hi
+        }
+    }
+
+    /// The problem a point measured: its dimensions with the record's form, and the point's
+    /// own batch count where its label gives one.
     pub fn point_shape(&self, p: &CoveragePoint) -> Option<Shape> {
-        p.shape(self.op).map(|s| s.with_form(self.form))
+        p.shape(self.op).map(|s| {
+            let batch = if s.form.batch > 1 {
+                s.form.batch
+            } else {
+                self.form.batch
+            };
+            s.with_form(Form { batch, ..self.form })
+        })
     }
 
     /// Every point's problem ([`Coverage::point_shape`]), in the points' order.
@@ -448,12 +476,22 @@ impl Coverage {
             let shape = p
                 .shape(self.op)
                 .ok_or_else(|| format!("{at}: not a {} shape", self.op.name()))?;
-            if !shape.form.is_plain() {
+            let own_batch = Form {
+                batch: 1,
+                ..shape.form
+            };
+            if !own_batch.is_plain() {
                 return Err(format!(
-                    "{at}: a point gives the dimensions only; the record's `form` applies to every point"
+                    "{at}: a point gives the dimensions only (and a batch count of its own); the record's `form` applies to every point"
                 ));
             }
-            if !seen.insert((shape.m, shape.n, shape.k)) {
+            if shape.form.batch > 1 && self.form.batch == 1 {
+                return Err(format!(
+                    "{at}: a batch count of its own in a record of one product per call; give the record a batched `form`"
+                ));
+            }
+            let count = self.point_shape(p).map_or(1, |s| s.form.batch);
+            if !seen.insert((shape.m, shape.n, shape.k, count)) {
                 return Err(format!("{at}: the shape is listed twice; keep one"));
             }
             if p.ms.len() != self.configs.len() {

@@ -4,8 +4,9 @@
 //! 1. **exact**: an entry for this GPU, op and shape;
 //! 2. **predicted**: the fastest config of this GPU's coverage portfolio as predicted for the
 //!    shape from the grid measurements ([`crate::product::select`]), from a coverage record
-//!    that serves the problem's form (the same layout, beta and batch count; alpha free, a
-//!    packed grid serves padded rows: [`crate::problem::Form::served_by`], [`selector_for`]);
+//!    that serves the problem's form (the same layout and beta, one product or a batch count
+//!    the grid's counts reach; alpha free, a packed grid serves padded rows:
+//!    [`crate::problem::Form::served_by_counts`], [`selector_for`]);
 //! 3. **nearest**: the entry of this GPU and op whose shape is nearest in log space,
 //!    `d = sqrt(sum over M, N, K and the batch of ln(a / b)^2)` (so 2048 is as far from 1024
 //!    as from 4096), plus a penalty for each part of the form (layout, beta, padding) that

@@ -8,7 +8,8 @@
 //! to the next; what it does not know (instruction mix, coalescing, the compiler) changes
 //! slowly, so it is measured on the grid as a residual `r_c(g) = ln(t_c(g) / b_c(g))` and
 //! interpolated: `ln t_c(s) = ln b_c(s) + sum_g w_g r_c(g) / sum_g w_g` over the
-//! [`NEIGHBOURS`] grid points nearest `s` in log-shape space (where `c` ran), weighted by
+//! [`NEIGHBOURS`] grid points nearest `s` in log-shape space (M, N, K, and the batch count on a
+//! batched grid measuring several; where `c` ran), weighted by
 //! `1 / (d^2 + EPS)`. cuBLAS is predicted the same way from a roofline estimate
 //! (`max(flops / peak, bytes / bandwidth)` plus a launch). The config with the smallest
 //! predicted time wins; the vendor guard keeps it only if the neighbours' evidence, their
@@ -142,7 +143,7 @@ impl Ranking {
 
 struct Point {
     shape: Shape,
-    log: [f64; 5],
+    log: [f64; 6],
     cublas_ms: f64,
     cublas_residual: f64,
     /// Per config: `ln(t / b)`, or `None` where it failed or cannot be modelled.
@@ -157,6 +158,8 @@ pub struct Selector {
     form: Form,
     configs: Vec<Usable>,
     points: Vec<Point>,
+    /// The smallest and largest batch count of the points ([`Coverage::batch_counts`]).
+    batches: std::ops::RangeInclusive<u64>,
     machine: Machine,
     limits: Limits,
 }
@@ -169,8 +172,9 @@ struct Usable {
 }
 
 /// Where a shape lies for interpolation: its log sizes, then whether the rows of B (and C)
-/// and of A are 16-byte multiples (padded rows always are), scaled by [`ALIGN_WEIGHT`].
-fn log_shape(s: Shape) -> [f64; 5] {
+/// and of A are 16-byte multiples (padded rows always are), scaled by [`ALIGN_WEIGHT`], then
+/// the log of its batch count (0 but on a batched grid measuring several).
+fn log_shape(s: Shape) -> [f64; 6] {
     let misaligned = |d: u64| {
         if s.form.padded || d.is_multiple_of(4) {
             0.0
@@ -184,6 +188,7 @@ fn log_shape(s: Shape) -> [f64; 5] {
         (s.k.max(1) as f64).ln(),
         misaligned(s.n),
         misaligned(s.k),
+        (s.form.batch.max(1) as f64).ln(),
     ]
 }
 
@@ -195,7 +200,7 @@ fn alignment(op: Op, s: Shape) -> [bool; 3] {
     std::array::from_fn(|i| s.form.padded || stored[i].1.is_multiple_of(4))
 }
 
-fn dist2(a: &[f64; 5], b: &[f64; 5]) -> f64 {
+fn dist2(a: &[f64; 6], b: &[f64; 6]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y).powi(2)).sum()
 }
 
@@ -235,6 +240,7 @@ impl Selector {
             form: cov.form,
             configs,
             points: Vec::new(),
+            batches: cov.batch_counts(),
             machine,
             limits,
         };
@@ -333,9 +339,10 @@ impl Selector {
             .count()
     }
 
-    /// Whether the grid is evidence of speed on problems of `form` ([`Form::served_by`]).
+    /// Whether the grid is evidence of speed on problems of `form` ([`Form::served_by_counts`]
+    /// with the batch counts of its points).
     pub fn serves(&self, form: &Form) -> bool {
-        form.served_by(&self.form)
+        form.served_by_counts(&self.form, self.batches.clone())
     }
 
     /// Grid points.

@@ -27,73 +27,23 @@ use crate::family::catalog::{Catalog, Freshness};
 use crate::family::space::Config;
 use crate::measure::timing::TimingSettings;
 use crate::plan::outcome::utc_now_rfc3339;
-use crate::problem::{Form, Layout, Op, Shape};
+use crate::problem::{Form, Op, Shape};
 use crate::tuning::devices::Devices;
 use crate::tuning::evaluator::Evaluator;
 use crate::tuning::queue::Usage;
 use crate::tuning::tune::{tune, Silent, TuneError, TuneOptions};
-use serde::Deserialize;
 use std::collections::BTreeMap;
-use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Mutex;
 
 mod checkpoint;
+mod grid;
 pub mod loo;
 mod widen;
 
 pub use checkpoint::{save, Checkpoints, CHECKPOINT_EVERY};
+pub use grid::Grid;
 pub use widen::{append_configs, widen, winners_to_add};
-
-/// The grids built into the binary, by op.
-const BUILTIN: &[(&str, &str)] = &[
-    ("gemm", include_str!("../../configs/coverage/gemm.toml")),
-    (
-        "gemm-nt",
-        include_str!("../../configs/coverage/gemm-nt.toml"),
-    ),
-    (
-        "gemm-forms",
-        include_str!("../../configs/coverage/gemm-forms.toml"),
-    ),
-    ("gemv", include_str!("../../configs/coverage/gemv.toml")),
-];
-
-/// The shapes of a coverage run: the product of per-axis values, thinned and capped.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Grid {
-    /// The op.
-    pub op: Op,
-    /// The form of every grid shape (default plain), written like an entry's:
-    /// `form = { layout = "nt" }` (the keys left out are plain: packed, beta 0, alpha 1, batch
-    /// 1). The caps apply to one product of a batch.
-    #[serde(default)]
-    pub form: Form,
-    /// Values of M.
-    pub m: Vec<u64>,
-    /// Values of N (gemm only; gemv has N = 1).
-    #[serde(default)]
-    pub n: Vec<u64>,
-    /// Values of K.
-    pub k: Vec<u64>,
-    /// Shapes with more multiply-adds than this are left out.
-    pub max_macs: u64,
-    /// Shapes with more output elements than this are left out.
-    #[serde(default = "unlimited")]
-    pub max_output: u64,
-    /// Keep only the points whose axis indices add up to an even number (a face-centred
-    /// lattice: every other point, with the same spacing along the diagonals).
-    #[serde(default)]
-    pub checkerboard: bool,
-    /// The pool searches run on every `pool_every`-th grid point (in the order M, N, K
-    /// vary, K fastest), so they span every scale of every axis.
-    pub pool_every: usize,
-}
-
-fn unlimited() -> u64 {
-    u64::MAX
-}
 
 /// Why a coverage run stopped.
 #[derive(Debug, thiserror::Error)]
@@ -172,137 +122,6 @@ pub enum CoverError {
         /// The coverage records the database has.
         have: String,
     },
-}
-
-impl Grid {
-    /// The built-in grid for problems of `op` in `form`, with its form set to `form`:
-    /// `<op>-<layout>.toml` where the layout has one (gemm `nt`), else for a form other than
-    /// the plain one `<op>-forms.toml` where the op has one (gemm: the few families of the
-    /// full interface on a coarser lattice), else `<op>.toml`.
-    pub fn builtin_for(op: Op, form: Form) -> Result<Grid, CoverError> {
-        let candidates = [
-            (form.layout != Layout::Nn).then(|| format!("{}-{}", op.name(), form.layout.name(op))),
-            (!form.is_plain()).then(|| format!("{}-forms", op.name())),
-            Some(op.name().to_string()),
-        ];
-        let (name, text) = candidates
-            .iter()
-            .flatten()
-            .find_map(|c| BUILTIN.iter().find(|(n, _)| n == c))
-            .ok_or_else(|| CoverError::Grid {
-                path: format!("configs/coverage/{}.toml", op.name()),
-                message: "not built in".into(),
-            })?;
-        let path = format!("configs/coverage/{name}.toml (built in)");
-        let mut g = Grid::from_toml_str(text, &path)?;
-        g.form = form;
-        g.check_form(&path)?;
-        Ok(g)
-    }
-
-    /// The built-in grid of `op`, plain form.
-    pub fn builtin(op: Op) -> Result<Grid, CoverError> {
-        let (name, text) = BUILTIN
-            .iter()
-            .find(|(n, _)| *n == op.name())
-            .ok_or_else(|| CoverError::Grid {
-                path: format!("configs/coverage/{}.toml", op.name()),
-                message: "not built in".into(),
-            })?;
-        Grid::from_toml_str(text, &format!("configs/coverage/{name}.toml (built in)"))
-    }
-
-    /// Reads a grid file.
-    pub fn load(path: &Path) -> Result<Grid, CoverError> {
-        let text = std::fs::read_to_string(path).map_err(|e| CoverError::Grid {
-            path: path.display().to_string(),
-            message: e.to_string(),
-        })?;
-        Grid::from_toml_str(&text, &path.display().to_string())
-    }
-
-    /// Parses grid text; `path` names it in messages.
-    pub fn from_toml_str(text: &str, path: &str) -> Result<Grid, CoverError> {
-        let err = |message: String| CoverError::Grid {
-            path: path.to_string(),
-            message,
-        };
-        let mut g: Grid = toml::from_str(text).map_err(|e| err(e.message().to_string()))?;
-        if g.op == Op::Gemv {
-            if !(g.n.is_empty() || g.n == [1]) {
-                return Err(err("a gemv grid has no `n` (N is 1)".into()));
-            }
-            g.n = vec![1];
-        }
-        for (axis, v) in [("m", &g.m), ("n", &g.n), ("k", &g.k)] {
-            if v.is_empty() || v.contains(&0) {
-                return Err(err(format!("`{axis}` needs at least one value, none 0")));
-            }
-        }
-        if g.pool_every == 0 {
-            return Err(err("`pool_every` must be at least 1".into()));
-        }
-        g.check_form(path)?;
-        if g.shapes().is_empty() {
-            return Err(err("the caps leave no shape".into()));
-        }
-        Ok(g)
-    }
-
-    /// Checks that the form is one of the op's (a gemv layout is `nn` or `tn`; a batch of 1 to
-    /// [`crate::problem::MAX_BATCH`]); `path` names the grid in the message.
-    pub fn check_form(&self, path: &str) -> Result<(), CoverError> {
-        let err = |message: String| CoverError::Grid {
-            path: path.to_string(),
-            message,
-        };
-        if self.op == Op::Gemv && self.form.layout.trans_b() {
-            return Err(err(format!(
-                "gemv has no layout {}: use nn (y = A x) or tn (y = A^T x)",
-                self.form.layout.name(Op::Gemm)
-            )));
-        }
-        if !(1..=crate::problem::MAX_BATCH).contains(&self.form.batch) {
-            return Err(err(format!(
-                "the batch count must be between 1 and {} (got {})",
-                crate::problem::MAX_BATCH,
-                self.form.batch
-            )));
-        }
-        Ok(())
-    }
-
-    fn points(&self) -> Vec<Shape> {
-        let mut out = Vec::new();
-        for (i, &m) in self.m.iter().enumerate() {
-            for (j, &n) in self.n.iter().enumerate() {
-                for (l, &k) in self.k.iter().enumerate() {
-                    if self.checkerboard && (i + j + l) % 2 == 1 {
-                        continue;
-                    }
-                    let fits = m
-                        .checked_mul(n)
-                        .filter(|mn| *mn <= self.max_output)
-                        .and_then(|mn| mn.checked_mul(k))
-                        .is_some_and(|macs| macs <= self.max_macs);
-                    if fits && Shape::new(self.op, m, n, k).is_ok() {
-                        out.push(Shape::mnk(m, n, k).with_form(self.form));
-                    }
-                }
-            }
-        }
-        out
-    }
-
-    /// Every grid shape, of the grid's form.
-    pub fn shapes(&self) -> Vec<Shape> {
-        self.points()
-    }
-
-    /// The shapes the pool searches run on.
-    pub fn pool(&self) -> Vec<Shape> {
-        self.shapes().into_iter().step_by(self.pool_every).collect()
-    }
 }
 
 /// Options of a coverage run.
@@ -500,9 +319,11 @@ pub fn portfolio_seeds(
     seeds
 }
 
-/// The portfolio of `gpu`'s coverage of `op` on `form` (a GPU the database names), its current
-/// configs only: what a coverage run of another GPU of the same arch can measure as it is,
-/// with no pool search ([`CoverOptions::seeds`] filling [`CoverOptions::portfolio`]).
+/// The portfolio of `gpu`'s coverage of `op` on `form` (a GPU the database names), or for a
+/// batched form no record has, of its layout and beta unbatched (of any alpha: the record with
+/// the most configs that compute batches); its current configs that compute `form` only: what a coverage run of another GPU of the same arch, or of a batched grid, can
+/// measure as it is, with no pool search ([`CoverOptions::seeds`] filling
+/// [`CoverOptions::portfolio`]).
 pub fn portfolio_of(
     db: &crate::db::Database,
     catalog: &Catalog,
@@ -510,7 +331,36 @@ pub fn portfolio_of(
     op: Op,
     form: &Form,
 ) -> Result<Vec<Config>, CoverError> {
-    let Some(cov) = db.coverage(gpu, op, form) else {
+    let computes = |c: &CoverageConfig| {
+        catalog
+            .get(&c.family)
+            .is_ok_and(|f| f.space.interface.computes(form))
+    };
+    // A batched form no record has takes the portfolio of its layout and beta unbatched (of
+    // any alpha) with the most configs that compute batches.
+    let cov = db.coverage(gpu, op, form).or_else(|| {
+        let unbatched = Form {
+            batch: 1,
+            scaled: false,
+            ..*form
+        };
+        (form.batch > 1)
+            .then(|| {
+                db.coverage
+                    .iter()
+                    .filter(|c| {
+                        c.gpu == gpu
+                            && c.op == op
+                            && Form {
+                                scaled: false,
+                                ..c.form
+                            } == unbatched
+                    })
+                    .max_by_key(|c| c.configs.iter().filter(|x| computes(x)).count())
+            })
+            .flatten()
+    });
+    let Some(cov) = cov else {
         return Err(CoverError::NoPortfolio {
             gpu: gpu.to_string(),
             what: format!("no {op} coverage of the {} form", form_name(op, form)),
@@ -521,6 +371,7 @@ pub fn portfolio_of(
         .configs
         .iter()
         .filter(|c| catalog.freshness(&c.family, &c.checksum) == Freshness::Current)
+        .filter(|c| computes(c))
         .map(|c| Config {
             family: c.family.clone(),
             params: c.params.clone(),
@@ -530,7 +381,7 @@ pub fn portfolio_of(
         return Err(CoverError::NoPortfolio {
             gpu: gpu.to_string(),
             what: format!(
-                "a {} coverage whose {} configs are all of families changed since",
+                "a {} coverage whose {} configs are all of families changed since or of families that do not compute the form",
                 cov.describe(),
                 cov.configs.len()
             ),
@@ -838,10 +689,10 @@ fn measure_grid(
             cublas.median_ms,
             cublas.median_ms / best
         ));
-        // The label gives the dimensions; the record's form applies to every point.
         let mut rec = record.lock().unwrap_or_else(|p| p.into_inner());
+        let label = point_label(op, &rec.form, shape);
         rec.points.push(CoveragePoint {
-            shape: shape.dims().label(op),
+            shape: label,
             cublas_ms: cublas.median_ms,
             ms,
         });
@@ -851,14 +702,27 @@ fn measure_grid(
     let (_, usage) = devices.run(shapes, &|dev| Ok(dev), &point)?;
     let mut coverage = record.into_inner().unwrap_or_else(|p| p.into_inner());
     // The new points in the grid's order, whichever device measured them first.
+    let form = coverage.form;
     let order = |label: &str| {
         shapes
             .iter()
-            .position(|s| s.dims().label(op) == label)
+            .position(|s| point_label(op, &form, *s) == label)
             .unwrap_or(usize::MAX)
     };
     coverage.points[kept..].sort_by_key(|p| order(&p.shape));
     Ok(Covered { coverage, usage })
+}
+
+/// A grid point's label in a record of `form`: its dimensions (the record's form applies to
+/// every point), and its batch count where it is not the record's (a batched grid measuring
+/// several, [`Grid::batches`]).
+fn point_label(op: Op, form: &Form, shape: Shape) -> String {
+    let dims = shape.dims().label(op);
+    if shape.form.batch == form.batch {
+        dims
+    } else {
+        format!("{dims}:b{}", shape.form.batch)
+    }
 }
 
 #[cfg(test)]

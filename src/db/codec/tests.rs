@@ -469,6 +469,16 @@ fn broken_coverage_is_refused_naming_the_record() {
             "shape = \"0x64\"",
             "not a gemm shape",
         ),
+        (
+            "shape = \"1x64x4096\"",
+            "shape = \"1x64x4096:nt\"",
+            "the dimensions only",
+        ),
+        (
+            "shape = \"1x64x4096\"",
+            "shape = \"1x64x4096:b8\"",
+            "give the record a batched `form`",
+        ),
     ] {
         let bad = text.replacen(from, to, 1);
         assert_ne!(bad, text);
@@ -480,6 +490,15 @@ fn broken_coverage_is_refused_naming_the_record() {
             "{to}: {err}"
         );
     }
+    // A batched record's points may name their own counts, the same dimensions at each.
+    let batched = text
+        .replacen("[[coverage]]\n", "[[coverage]]\nform = { batch = 4 }\n", 1)
+        .replacen("shape = \"1x64x4096\"", "shape = \"64x64x64:b2\"", 1);
+    let db = Database::from_toml_str(&batched, "db.toml").unwrap();
+    let cov = &db.coverage[0];
+    assert_eq!(cov.batch_counts(), 2..=4);
+    let counts: Vec<u64> = cov.point_shapes().iter().map(|s| s.form.batch).collect();
+    assert!(counts.contains(&2) && counts.contains(&4), "{counts:?}");
     let twice = format!("{text}{}", &text[text.find("\n[[coverage]]").unwrap()..]);
     let err = Database::from_toml_str(&twice, "db.toml")
         .unwrap_err()

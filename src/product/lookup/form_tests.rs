@@ -272,3 +272,59 @@ fn an_nt_problem_without_an_nt_grid_takes_a_near_entry_of_its_form_before_anothe
     );
     assert_eq!(c.rule, Rule::Default);
 }
+
+/// A batched NT coverage keyed by a batch of 16 whose points take the counts 2 and 64 (each
+/// label names its count): the first config is twice as fast as cuBLAS at 64 and slower at 2,
+/// the second the reverse.
+fn batched_coverage() -> Coverage {
+    let b16 = Form { batch: 16, ..nt() };
+    let mut cov = coverage(b16, vec![general(4), general(3)]);
+    let dims: Vec<Shape> = cov.point_shapes();
+    cov.points = [2u64, 64]
+        .iter()
+        .flat_map(|&count| {
+            dims.iter().map(move |s| {
+                let cublas = s.dims().flops() * count as f64 / 40e12 * 1e3 + 0.005;
+                let (fast, slow) = (0.5 * cublas, 1.2 * cublas);
+                CoveragePoint {
+                    shape: format!("{}:b{count}", s.dims().label(Op::Gemm)),
+                    cublas_ms: cublas,
+                    ms: if count == 64 {
+                        vec![fast, slow]
+                    } else {
+                        vec![slow, fast]
+                    },
+                }
+            })
+        })
+        .collect();
+    cov
+}
+
+#[test]
+fn a_batched_grid_serves_the_counts_it_reaches_and_interpolates_in_the_count() {
+    let cov = batched_coverage();
+    assert_eq!(cov.batch_counts(), 2..=64);
+    let db = db(vec![nt_coverage(), cov]);
+    // Near the points of 64 products the first config wins, near those of 2 the second: the
+    // count is a coordinate of the prediction, and the guard has evidence of the form.
+    for (s, stages) in [("512x2048x2048:nt:b48", 4), ("512x2048x2048:nt:b3", 3)] {
+        let c = pick(&db, s);
+        assert_eq!(c.rule, Rule::Predicted, "{s}: {c:?}");
+        assert_eq!(c.params["STAGES"], stages, "{s}: {c:?}");
+        assert!(!c.vendor, "{s}: {c:?}");
+    }
+    // Half the smallest count to twice the largest; past them, and for one product, the grid
+    // serves nothing (an unbatched problem goes to the NT grid).
+    for s in ["512x2048x2048:nt:b1000", "512x2048x2048:nt:b200"] {
+        assert_ne!(pick(&db, s).rule, Rule::Predicted, "{s}");
+    }
+    assert_eq!(pick(&db, "512x2048x2048:nt:b128").rule, Rule::Predicted);
+    let c = pick(&db, "512x2048x2048:nt");
+    assert_eq!((c.rule, c.params["STAGES"]), (Rule::Predicted, 4), "{c:?}");
+    // The points' own counts are what was measured.
+    assert!(db.measured(GPU, Op::Gemm, problem("64x256x256:nt:b2")));
+    assert!(db.measured(GPU, Op::Gemm, problem("64x256x256:nt:b64")));
+    assert!(!db.measured(GPU, Op::Gemm, problem("64x256x256:nt:b16")));
+    assert!(!db.measured(GPU, Op::Gemm, problem("64x256x256:nt:b3")));
+}

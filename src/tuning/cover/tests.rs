@@ -1,6 +1,8 @@
 //! Unit tests of [`super`] (`cover.rs`).
 
 use super::*;
+use crate::problem::Layout;
+use std::path::Path;
 
 fn c(bm: i64) -> Config {
     Config {
@@ -80,7 +82,6 @@ fn builtin_grids_load_cap_and_thin() {
 
 #[test]
 fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
-    use crate::problem::Layout;
     let nt = Form {
         layout: Layout::Nt,
         ..Form::PLAIN
@@ -129,16 +130,26 @@ fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
     assert!(fresh
         .iter()
         .all(|s| s.form == nt && s.m <= 16 && (third(s.n) || third(s.k))));
-    // The NT file with flags for beta and a batch; another layout, and every other form but
-    // the plain one, takes gemm-forms.toml's sizes in its form.
+    // The NT file with a flag for beta; a batched form takes gemm-batched.toml's counts;
+    // another layout, and every other form but the plain one, takes gemm-forms.toml's sizes
+    // in its form.
+    let nt_beta = Form { beta: true, ..nt };
+    let g = Grid::builtin_for(Op::Gemm, nt_beta).unwrap();
+    assert_eq!(g.shapes().len(), shapes.len());
+    assert!(g.shapes().iter().all(|s| s.form == nt_beta));
     let nt_beta_b4 = Form {
-        beta: true,
         batch: 4,
-        ..nt
+        ..nt_beta
     };
     let g = Grid::builtin_for(Op::Gemm, nt_beta_b4).unwrap();
-    assert_eq!(g.shapes().len(), shapes.len());
-    assert!(g.shapes().iter().all(|s| s.form == nt_beta_b4));
+    assert_eq!(g.form, nt_beta_b4);
+    assert!(!g.batches.is_empty());
+    assert!(g.shapes().iter().all(|s| s.form
+        == Form {
+            batch: s.form.batch,
+            ..nt_beta
+        }
+        && s.form.batch > 1));
     let tn = Form {
         layout: Layout::Tn,
         ..Form::PLAIN
@@ -173,7 +184,6 @@ fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
 
 #[test]
 fn a_form_is_searched_and_seeded_with_the_families_that_compute_it() {
-    use crate::problem::Layout;
     let cat = Catalog::builtin().unwrap();
     let nt = Form {
         layout: Layout::Nt,
@@ -428,4 +438,125 @@ fn another_gpus_portfolio_is_taken_current_configs_only_or_refused_with_what_the
         .unwrap_err()
         .to_string();
     assert!(err.contains("all of families changed since"), "{err}");
+}
+
+#[test]
+fn a_batched_grid_measures_each_count_and_labels_the_points_with_theirs() {
+    let tt16 = Form {
+        layout: Layout::Tt,
+        batch: 16,
+        ..Form::PLAIN
+    };
+    let g = Grid::builtin_for(Op::Gemm, tt16).unwrap();
+    let shapes = g.shapes();
+    let counts: std::collections::BTreeSet<u64> = shapes.iter().map(|s| s.form.batch).collect();
+    assert_eq!(counts, g.batches.iter().copied().collect());
+    assert!(counts.len() >= 3 && !counts.contains(&1), "{counts:?}");
+    assert!(shapes.len() >= 80, "{}", shapes.len());
+    for s in &shapes {
+        assert_eq!(
+            Form {
+                batch: 16,
+                ..s.form
+            },
+            tt16,
+            "{s:?}"
+        );
+        assert!(s.dims().flops() / 2.0 * s.form.batch as f64 <= g.max_macs as f64);
+        assert!(s.lens(Op::Gemm).iter().all(|&e| e <= 1 << 28), "{s:?}");
+    }
+    // A face-centred lattice over the four axes: about half the product of the axes.
+    let full = g.batches.len() * g.m.len() * g.n.len() * g.k.len();
+    assert!(shapes.len() <= full / 2, "{} of {full}", shapes.len());
+    // Points of another count than the record's name theirs; the record's own count is implied.
+    let b2 = Shape::mnk(4, 5, 16).with_form(Form { batch: 2, ..tt16 });
+    assert_eq!(point_label(Op::Gemm, &tt16, b2), "4x5x16:b2");
+    let b16 = Shape::mnk(4, 5, 16).with_form(tt16);
+    assert_eq!(point_label(Op::Gemm, &tt16, b16), "4x5x16");
+    // Counts of one product, or on a grid of one product, are refused.
+    let base = "op = \"gemm\"\nm = [1, 4]\nn = [1]\nk = [8]\nmax_macs = 1000\npool_every = 1\n";
+    for extra in [
+        "form = { batch = 4 }\nbatches = [1, 4]\n",
+        "batches = [4, 8]\n",
+    ] {
+        let err = Grid::from_toml_str(&format!("{base}{extra}"), "b.toml")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("`batches`") && err.contains("b.toml"), "{err}");
+    }
+    let ok = Grid::from_toml_str(
+        &format!("{base}form = {{ batch = 4 }}\nbatches = [2, 8]\n"),
+        "b",
+    )
+    .unwrap();
+    assert_eq!(ok.shapes().len(), 4);
+}
+
+#[test]
+fn a_batched_form_takes_the_unbatched_portfolio_configs_that_compute_batches() {
+    let cat = Catalog::builtin().unwrap();
+    let current = |family: &str, c: Config| CoverageConfig {
+        checksum: cat.get(family).unwrap().checksum.clone(),
+        family: family.into(),
+        params: c.params,
+    };
+    let general = Config {
+        family: "gemm_general".into(),
+        params: [("STAGES".to_string(), 3)].into(),
+    };
+    let (plain_family, plain_params) = crate::product::lookup::default_config(Op::Gemm);
+    let plain = Config {
+        family: plain_family.clone(),
+        params: plain_params,
+    };
+    assert!(!cat
+        .get(&plain_family)
+        .unwrap()
+        .space
+        .interface
+        .computes(&Form {
+            batch: 16,
+            ..Form::PLAIN
+        }));
+    let mut cov = coverage_of("A", &[], &[]);
+    cov.configs = vec![
+        current(&plain_family, plain),
+        current("gemm_general", general.clone()),
+    ];
+    let db = crate::db::Database {
+        coverage: vec![cov],
+        ..Default::default()
+    };
+    let b16 = Form {
+        batch: 16,
+        ..Form::PLAIN
+    };
+    assert_eq!(
+        portfolio_of(&db, &cat, "A", Op::Gemm, &b16).unwrap(),
+        vec![general.clone()]
+    );
+    // Of the records of its layout and beta, the one with the most configs that compute it:
+    // here the scaled one.
+    let mut scaled = coverage_of("A", &[], &[]);
+    scaled.form.scaled = true;
+    let stages4 = Config {
+        family: "gemm_general".into(),
+        params: [("STAGES".to_string(), 4)].into(),
+    };
+    scaled.configs = vec![
+        current("gemm_general", stages4.clone()),
+        current("gemm_general", general.clone()),
+    ];
+    let mut db = db;
+    db.coverage.push(scaled);
+    assert_eq!(
+        portfolio_of(&db, &cat, "A", Op::Gemm, &b16).unwrap(),
+        vec![stages4, general]
+    );
+    // Another layout batched has no unbatched record to take from.
+    let tt16 = Form {
+        layout: Layout::Tt,
+        ..b16
+    };
+    assert!(portfolio_of(&db, &cat, "A", Op::Gemm, &tt16).is_err());
 }
