@@ -73,6 +73,20 @@ pub const GUARD_SPREAD: f64 = 1.0;
 /// noise scatter the neighbours' residuals; the long calls' times are steady, and the full
 /// spread there only vetoed the tensor-core configs on large problems between grid points.
 pub const GUARD_SPREAD_LONG: f64 = 0.5;
+/// The most the neighbours' evidence may scatter (its weighted standard deviation, log space)
+/// for the guard to trust it at all: past this (neighbours disagreeing by about a factor of
+/// two), the doubt is infinite whatever the mean.
+///
+/// Chosen by leave-one-out on every grid of the database (results/runs/session45): on the
+/// H200's batched grid (points 4 to 8 times apart on each axis, so neighbours are far and
+/// disagree), the guard let 16 points through with a spread above 0.7 (means 0.35-0.63): 8
+/// ran at over 2x cuBLAS, 6 at 0.60-0.79x. Past 0.7 the doubt is infinite: that grid's
+/// geomean goes from 1.151 with 8 of 103 points below 0.97x to 1.079 with 2, and no other
+/// record changes. Replayed on the 540 recorded random H200 gemm problems, 3 batched choices
+/// change to cuBLAS, one timed (281x23x4257:b5:pad, 3.79x): the same profile as the losers,
+/// one problem in three of which was a loss, which a promise of never being slower cannot
+/// take. A denser batched grid gives steadier evidence.
+pub const GUARD_MAX_SPREAD: f64 = 0.7;
 /// How many of the fastest predicted configs the guard weighs: where it vetoes the fastest,
 /// the one of the others it doubts least is chosen if it accepts that one ([`Ranking`]).
 ///
@@ -123,7 +137,8 @@ pub struct Ranking {
     /// The chosen config's time over cuBLAS's, pessimistically: the neighbours' weighted
     /// geometric mean of it, raised by [`guard_spread`] of their weighted standard deviation
     /// (in log space); infinite where no neighbour's rows have the shape's alignment (16-byte
-    /// multiples or not, for A, B and C alike), whose times are of other loads.
+    /// multiples or not, for A, B and C alike), whose times are of other loads, and where that
+    /// deviation is above [`GUARD_MAX_SPREAD`].
     pub doubt: f64,
     /// The chosen config's time over cuBLAS's as the neighbours say it: their weighted geometric
     /// mean (infinite where [`Ranking::doubt`] is).
@@ -486,7 +501,13 @@ impl Selector {
                 / weights;
             (mean, var.sqrt())
         };
-        let doubt_of = |(mean, sd): (f64, f64)| (mean + spread_k * sd).exp();
+        let doubt_of = |(mean, sd): (f64, f64)| {
+            if sd > GUARD_MAX_SPREAD {
+                f64::INFINITY
+            } else {
+                (mean + spread_k * sd).exp()
+            }
+        };
         let mut judged = configs
             .first()
             .map_or((f64::INFINITY, f64::INFINITY), |c| judge(c.index));

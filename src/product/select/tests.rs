@@ -293,6 +293,16 @@ fn where_the_fastest_is_vetoed_the_least_doubted_alternative_is_chosen() {
     let r = set(&mut cov, [0.4, 0.6, 1.3, 1.4]);
     assert_eq!(r.configs[0].index, 0, "{r:?}");
     assert!(r.prefers_cublas() && r.spread > 0.3, "{r:?}");
+    // Config 0 at 0.08x or 0.6x by turns: far faster on every neighbour, but they disagree by
+    // more than GUARD_MAX_SPREAD, so it is no evidence; the steady config 1 is chosen.
+    let r = set(&mut cov, [0.08, 0.9, 0.6, 0.9]);
+    assert_eq!(r.configs[0].index, 1, "{r:?}");
+    assert!(!r.prefers_cublas() && (r.doubt - 0.9).abs() < 1e-6, "{r:?}");
+    // Both scattered past it: cuBLAS, with an infinite doubt.
+    let r = set(&mut cov, [0.08, 0.07, 0.6, 0.7]);
+    assert_eq!(r.configs[0].index, 0, "{r:?}");
+    assert!(r.prefers_cublas() && r.doubt.is_infinite(), "{r:?}");
+    assert!(r.spread > GUARD_MAX_SPREAD, "{r:?}");
 }
 
 #[test]
