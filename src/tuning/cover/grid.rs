@@ -50,7 +50,7 @@ pub struct Grid {
     /// Shapes with more multiply-adds than this (over the whole batch) are left out, and
     /// batches whose operands hold more than 2^28 elements each.
     pub max_macs: u64,
-    /// Shapes with more output elements than this (of one product) are left out.
+    /// Shapes with more output elements than this (over the whole batch) are left out.
     #[serde(default = "unlimited")]
     pub max_output: u64,
     /// Keep only the points whose axis indices (the batch count's too) add up to an even
@@ -193,9 +193,9 @@ impl Grid {
                         }
                         let fits = m
                             .checked_mul(n)
-                            .filter(|mn| *mn <= self.max_output)
-                            .and_then(|mn| mn.checked_mul(k))
-                            .and_then(|macs| macs.checked_mul(batch))
+                            .and_then(|mn| mn.checked_mul(batch))
+                            .filter(|out| *out <= self.max_output)
+                            .and_then(|out| out.checked_mul(k))
                             .is_some_and(|macs| macs <= self.max_macs);
                         let form = Form { batch, ..self.form };
                         let shape = Shape::mnk(m, n, k).with_form(form);

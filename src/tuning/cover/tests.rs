@@ -463,6 +463,7 @@ fn a_batched_grid_measures_each_count_and_labels_the_points_with_theirs() {
             "{s:?}"
         );
         assert!(s.dims().flops() / 2.0 * s.form.batch as f64 <= g.max_macs as f64);
+        assert!(s.m * s.n * s.form.batch <= g.max_output, "{s:?}");
         assert!(s.lens(Op::Gemm).iter().all(|&e| e <= 1 << 28), "{s:?}");
     }
     // A face-centred lattice over the four axes: about half the product of the axes.
