@@ -50,8 +50,8 @@ pub(super) struct CoverArgs {
     portfolio: u64,
     /// Measure the portfolio of this GPU's coverage of the same op and form (a GPU the
     /// database names, e.g. one of the same arch; for a batched form it has no coverage of,
-    /// that of the form unbatched, its configs that compute batches): no pool search, the
-    /// grid alone.
+    /// its record of the same layout and beta unbatched, of any alpha, with the most configs
+    /// that compute batches, those configs only): no pool search, the grid alone.
     #[arg(long, value_name = "GPU", conflicts_with_all = ["portfolio", "extend", "add_winners", "loo"])]
     portfolio_from: Option<String>,
     /// Evaluations of each pool search.
