@@ -450,7 +450,13 @@ fn admit(op: Op, (m, n, k): (u64, u64, u64), form: Form) -> Option<Shape> {
     };
     let shape = within.then(|| Shape::new(op, m, n, k).ok()).flatten()?;
     let shape = shape.with_form(form);
-    // Padding lengthens the rows: count the operands as the tuner allocates them.
+    operands_within_caps(op, shape).then_some(shape)
+}
+
+/// Whether `shape`'s operands, as the tuner allocates them over the whole batch (padding
+/// lengthens the rows), stay within what a drawn problem may hold: each gemm operand at most
+/// [`GEMM_MAX_OPERAND_ELEMS`], gemv's A at most [`GEMV_MAX_ELEMS`] (x and y are smaller).
+pub fn operands_within_caps(op: Op, shape: Shape) -> bool {
     let cap = match op {
         Op::Gemm => GEMM_MAX_OPERAND_ELEMS,
         Op::Gemv => GEMV_MAX_ELEMS,
@@ -461,7 +467,7 @@ fn admit(op: Op, (m, n, k): (u64, u64, u64), form: Form) -> Option<Shape> {
     } else {
         &lens[..]
     };
-    operands.iter().all(|&l| l <= cap).then_some(shape)
+    operands.iter().all(|&l| l <= cap)
 }
 
 /// How many of `shapes` have each layout and each form tag, for reports: e.g. `nn 7, nt 24,

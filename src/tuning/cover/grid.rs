@@ -2,7 +2,7 @@
 
 use super::CoverError;
 use crate::problem::{Form, Layout, Op, Shape};
-use crate::tuning::workload::GEMM_MAX_OPERAND_ELEMS;
+use crate::tuning::workload::operands_within_caps;
 use serde::Deserialize;
 use std::path::Path;
 
@@ -48,7 +48,8 @@ pub struct Grid {
     /// Values of K.
     pub k: Vec<u64>,
     /// Shapes with more multiply-adds than this (over the whole batch) are left out, and
-    /// batches whose operands hold more than 2^28 elements each.
+    /// batches whose operands hold more than a drawn problem may
+    /// ([`crate::tuning::workload::operands_within_caps`]).
     pub max_macs: u64,
     /// Shapes with more output elements than this (over the whole batch) are left out.
     #[serde(default = "unlimited")]
@@ -200,11 +201,7 @@ impl Grid {
                         let form = Form { batch, ..self.form };
                         let shape = Shape::mnk(m, n, k).with_form(form);
                         // A batch holds each operand within what evaluate draws (1 GiB).
-                        let held = batch == 1
-                            || shape
-                                .lens(self.op)
-                                .iter()
-                                .all(|&e| e <= GEMM_MAX_OPERAND_ELEMS);
+                        let held = batch == 1 || operands_within_caps(self.op, shape);
                         if fits && held && Shape::new(self.op, m, n, k).is_ok() {
                             out.push(shape);
                         }
