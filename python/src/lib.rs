@@ -38,13 +38,15 @@ use autotune::{MathPolicy, Op, Shape, Tuned};
 use cudarc::driver::{sys, CudaContext};
 use pyo3::create_exception;
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
-use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyTuple};
+use pyo3::types::PyDict;
 use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
+use torch::{NativeReader, TorchApi, TorchHits};
+
+mod torch;
 
 create_exception!(
     autotune,
@@ -258,7 +260,7 @@ fn check_pointer(ordinal: usize, op: &Operand) -> PyResult<()> {
 
 /// The runtime bound to one GPU: `autotune.Tuned` holds one.
 #[pyclass(frozen, module = "autotune._native")]
-struct Runtime {
+pub(crate) struct Runtime {
     tuned: Tuned,
     ctx: Arc<CudaContext>,
     ordinal: usize,
@@ -268,28 +270,15 @@ struct Runtime {
     plans: RwLock<Vec<Plan>>,
     /// What [`Runtime::torch_call`] reads PyTorch tensors with ([`Runtime::use_torch`]).
     torch: OnceLock<TorchApi>,
-}
-
-/// PyTorch's objects the tensor fast path compares with and calls, and the Python side's plan
-/// cache it looks calls up in, handed over once ([`Runtime::use_torch`]).
-struct TorchApi {
-    float32: Py<PyAny>,
-    strided: Py<PyAny>,
-    /// The exact tensor types whose views the extension trusts (`torch.Tensor`,
-    /// `torch.nn.Parameter`: the Python side's `_torch_state["trusted"]`).
-    types: Vec<Py<PyAny>>,
-    /// `torch._C._cuda_getCurrentRawStream` (or what stands for it): the current stream of
-    /// a GPU, asked on every call.
-    raw_stream: Py<PyAny>,
-    /// `Tuned._plans`: key -> (plan, swapped, len0, len1, out_len, out_shape, like, trusted).
-    plans: Py<PyDict>,
-    /// The process sees one GPU, this runtime's: every CUDA tensor is on it.
-    one_gpu: bool,
+    /// The C++ tensor reader, once loaded ([`Runtime::use_torch_reader`]).
+    reader: OnceLock<NativeReader>,
+    /// The keys [`Runtime::torch_call`] learned from the Python side's plan cache.
+    hits: RwLock<TorchHits>,
 }
 
 /// A checked call of [`Runtime::plans`]: the descriptor and the operands' extents (elements).
 #[derive(Clone, Copy)]
-enum Plan {
+pub(crate) enum Plan {
     Gemm(GemmDesc, [usize; 3]),
     Gemv(GemvDesc, [usize; 3]),
 }
@@ -418,6 +407,8 @@ impl Runtime {
                     ordinal: device,
                     plans: RwLock::new(Vec::new()),
                     torch: OnceLock::new(),
+                    reader: OnceLock::new(),
+                    hits: RwLock::new(TorchHits::default()),
                 })
             })
         })
@@ -515,6 +506,9 @@ impl Runtime {
         if let Ok(mut plans) = self.plans.write() {
             plans.clear();
         }
+        if let Ok(mut hits) = self.hits.write() {
+            hits.clear();
+        }
     }
 
     /// The call of plan `plan` ([`Runtime::plan_gemm`], [`Runtime::plan_gemv`]) on the
@@ -597,8 +591,27 @@ impl Runtime {
             },
             Err(_) => return Ok(false),
         };
-        self.launch_plan(py, plan, p0, p1, pc, stream, trusted)
+        self.run_plan(py, plan, [p0, p1, pc], stream, trusted)
             .map(|()| true)
+    }
+
+    /// Loads the C++ tensor reader at `path` (built by `autotune/_torchreader.py`) for
+    /// [`Runtime::torch_call`]; the first one loaded stays. Raises `autotune.Error` for a file
+    /// that is not a reader of this version.
+    fn use_torch_reader(&self, path: PathBuf) -> PyResult<()> {
+        if self.reader.get().is_some() {
+            return Ok(());
+        }
+        let reader = NativeReader::load(&path).map_err(Error::new_err)?;
+        let _ = self.reader.set(reader);
+        Ok(())
+    }
+
+    /// The path of the C++ tensor reader in use, `None` while tensors are read through
+    /// Python's attributes.
+    #[getter]
+    fn torch_reader(&self) -> Option<String> {
+        self.reader.get().map(|r| r.path.clone())
     }
 
     /// Host microseconds per call of `calls` back-to-back calls of plan `plan` straight from
@@ -740,91 +753,6 @@ impl Runtime {
             })
     }
 
-    /// [`Runtime::torch_call`]'s reading and checks: the plan, the addresses in the runtime's
-    /// order (A, B or x, out) and the trusted mask of a call it may launch; `None` where the
-    /// Python side decides (an `Err` reading a tensor means the same).
-    fn torch_hit(
-        &self,
-        py: Python<'_>,
-        api: &TorchApi,
-        [op, ta, tb, alpha, beta]: [&Bound<'_, PyAny>; 5],
-        tensors: [&Bound<'_, PyAny>; 3],
-    ) -> PyResult<Option<(usize, [u64; 3], u8)>> {
-        if !(ta.is_exact_instance_of::<PyBool>() && tb.is_exact_instance_of::<PyBool>()) {
-            return Ok(None);
-        }
-        for x in [alpha, beta] {
-            // -0.0 keys as 0.0, but the plan's descriptor carries the sign of the first call.
-            if !x.is_exact_instance_of::<PyFloat>()
-                || x.extract::<f64>()?.to_bits() == (-0.0f64).to_bits()
-            {
-                return Ok(None);
-            }
-        }
-        let (f32, strided) = (api.float32.bind(py), api.strided.bind(py));
-        let mut parts = Vec::with_capacity(3);
-        for t in tensors {
-            let tp = t.get_type();
-            if !api.types.iter().any(|k| tp.is(k.bind(py))) {
-                return Ok(None);
-            }
-            if !(t.getattr(intern!(py, "dtype"))?.is(f32)
-                && t.getattr(intern!(py, "is_cuda"))?.is_truthy()?
-                && t.getattr(intern!(py, "layout"))?.is(strided))
-            {
-                return Ok(None);
-            }
-            parts.push(PyTuple::new(
-                py,
-                [
-                    tp.into_any(),
-                    t.getattr(intern!(py, "shape"))?,
-                    t.call_method0(intern!(py, "stride"))?,
-                ],
-            )?);
-        }
-        let mut items: Vec<Bound<'_, PyAny>> = vec![
-            op.clone(),
-            ta.clone(),
-            tb.clone(),
-            alpha.clone(),
-            beta.clone(),
-        ];
-        items.extend(parts.into_iter().map(Bound::into_any));
-        let key = PyTuple::new(py, items)?;
-        let Some(entry) = api.plans.bind(py).get_item(key)? else {
-            return Ok(None);
-        };
-        let entry = entry.cast_into::<PyTuple>()?;
-        let mut ptrs = [0u64; 3];
-        for (t, p) in tensors.iter().zip(ptrs.iter_mut()) {
-            if !api.one_gpu
-                && t.call_method0(intern!(py, "get_device"))?
-                    .extract::<i64>()?
-                    != self.ordinal as i64
-            {
-                return Ok(None);
-            }
-            *p = t.call_method0(intern!(py, "data_ptr"))?.extract()?;
-        }
-        let plan: usize = entry.get_item(0)?.extract()?;
-        let swapped: bool = entry.get_item(1)?.extract()?;
-        let lens: [usize; 3] = [
-            entry.get_item(2)?.extract()?,
-            entry.get_item(3)?.extract()?,
-            entry.get_item(4)?.extract()?,
-        ];
-        let trusted: u8 = entry.get_item(7)?.extract()?;
-        let [pa, pb, pc] = ptrs;
-        let (p0, p1) = if swapped { (pb, pa) } else { (pa, pb) };
-        let end = pc.saturating_add(4 * lens[2] as u64);
-        let overlaps = |p: u64, len: usize| p < end && pc < p.saturating_add(4 * len as u64);
-        if (p0 | p1 | pc) & 15 != 0 || overlaps(p0, lens[0]) || overlaps(p1, lens[1]) {
-            return Ok(None);
-        }
-        Ok(Some((plan, [p0, p1, pc], trusted)))
-    }
-
     fn keep(&self, plan: Plan) -> PyResult<usize> {
         let mut plans = self
             .plans
@@ -887,6 +815,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_gemm, m)?)?;
     m.add_function(wrap_pyfunction!(check_gemv, m)?)?;
     m.add_function(wrap_pyfunction!(device_count, m)?)?;
+    m.add_function(wrap_pyfunction!(torch::_torch_read, m)?)?;
     m.add("SHIPPED_DB_BYTES", SHIPPED_DB.len())?;
     Ok(())
 }
