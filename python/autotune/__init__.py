@@ -26,13 +26,12 @@ no GPU included.
 import os
 from math import copysign as _copysign
 
-from . import _arrays, _cudalibs, _plan, _torchreader
+from . import _arrays, _cudalibs, _plan
 from ._native import Error, check_gemm as _check_gemm, check_gemv as _check_gemv
 from ._native import device_count as _device_count
 from ._arrays import TORCH_STREAM as _TORCH_STREAM, quick as _quick
 
-__all__ = ["Tuned", "Error", "device_count", "check_gemm", "check_gemv", "SHIPPED_DB",
-           "build_torch_reader"]
+__all__ = ["Tuned", "Error", "device_count", "check_gemm", "check_gemv", "SHIPPED_DB"]
 __version__ = "0.1.0"
 
 #: Where the shipped database comes from (it is built into the extension).
@@ -187,16 +186,6 @@ def _dims(x):
     if isinstance(x, tuple) and all(isinstance(d, int) for d in x):
         return _Dims(x)
     return x
-
-
-def build_torch_reader(cxx=None):
-    """Builds, or finds in the cache, the C++ reader of PyTorch tensors for the PyTorch this
-    program imported, and returns its path. :class:`Tuned` uses it on its own (building it in
-    the background on the first call on tensors); call this to build it ahead, e.g. in a
-    container image (``python -m autotune torch-reader``), or to see why it cannot be built:
-    raises ``RuntimeError`` with the compiler's message (it needs a C++ compiler and Python's
-    headers, as any PyTorch C++ extension does)."""
-    return _torchreader.build(cxx=cxx)
 
 
 class Tuned:
@@ -365,18 +354,7 @@ class Tuned:
             return self._torch_call
         use(st["float32"], st["strided"], list(st["trusted"]), st["raw_stream"], self._plans,
             self._one_gpu)
-        # Tensors are read through attributes until the C++ reader is loaded (at once where
-        # it is cached, else after a background build): see _torchreader.
-        _torchreader.attach(self, st["module"])
         return self._rt.torch_call
-
-    @property
-    def torch_reader(self):
-        """The C++ tensor reader this runtime reads PyTorch tensors with (its path), or
-        ``None`` while it reads their attributes (before the first call on tensors, during
-        the reader's background build, or where it cannot be built:
-        :func:`build_torch_reader` says why)."""
-        return getattr(self._rt, "torch_reader", None)
 
     def _torch_call(self, op, ta, tb, alpha, beta, a, b, out):
         """The extension's ``torch_call`` in Python (its doc says what it checks): launches

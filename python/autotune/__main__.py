@@ -1,6 +1,5 @@
 """``python -m autotune ...``: the ``autotune`` command line (tune, cover, verify, best,
-export, report, ...); ``python -m autotune torch-reader`` builds the C++ reader of PyTorch
-tensors ahead (autotune/_torchreader.py).
+export, report, ...).
 
 The command line is the ``autotune`` executable, not this extension: it runs candidate kernels
 in worker processes of itself (isolation, so a kernel that crashes the GPU context fails alone),
@@ -31,8 +30,6 @@ def find_binary():
 def main(argv=None):
     """Runs the command line with ``argv`` (default: this process's arguments)."""
     args = sys.argv[1:] if argv is None else list(argv)
-    if args[:1] == ["torch-reader"]:
-        return _torch_reader(args[1:])
     exe = find_binary()
     if exe is None:
         sys.stderr.write(
@@ -45,26 +42,6 @@ def main(argv=None):
     sys.stderr.flush()
     os.execv(exe, [exe] + args)
     return 0  # not reached
-
-
-def _torch_reader(args):
-    """``python -m autotune torch-reader``: builds the C++ reader of PyTorch tensors for the
-    PyTorch installed (cached; see autotune/_torchreader.py) and prints its path."""
-    if args:
-        sys.stderr.write("Error: torch-reader takes no arguments (CXX names the compiler)\n")
-        return 2
-    try:
-        import torch  # noqa: F401 - the reader is built against it
-    except ImportError:
-        sys.stderr.write("Error: torch-reader builds against PyTorch, which is not installed\n")
-        return 2
-    from ._torchreader import ReaderError, build
-    try:
-        print(build())
-    except ReaderError as e:
-        sys.stderr.write("Error: %s\n" % e)
-        return 1
-    return 0
 
 
 if __name__ == "__main__":

@@ -44,7 +44,7 @@ use std::ffi::c_void;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::PathBuf;
 use std::sync::{Arc, OnceLock, RwLock};
-use torch::{NativeReader, TorchApi, TorchHits};
+use torch::{TorchApi, TorchHits};
 
 mod torch;
 
@@ -270,8 +270,6 @@ pub(crate) struct Runtime {
     plans: RwLock<Vec<Plan>>,
     /// What [`Runtime::torch_call`] reads PyTorch tensors with ([`Runtime::use_torch`]).
     torch: OnceLock<TorchApi>,
-    /// The C++ tensor reader, once loaded ([`Runtime::use_torch_reader`]).
-    reader: OnceLock<NativeReader>,
     /// The keys [`Runtime::torch_call`] learned from the Python side's plan cache.
     hits: RwLock<TorchHits>,
 }
@@ -407,7 +405,6 @@ impl Runtime {
                     ordinal: device,
                     plans: RwLock::new(Vec::new()),
                     torch: OnceLock::new(),
-                    reader: OnceLock::new(),
                     hits: RwLock::new(TorchHits::default()),
                 })
             })
@@ -562,7 +559,8 @@ impl Runtime {
     /// (op, flags, scalars, each tensor's type, shape and strides), every tensor on this GPU,
     /// each address a 16-byte multiple, `out` clear of the inputs. Anything else, an error
     /// reading a tensor included, returns false, and the Python side decides afresh; an error
-    /// of the launch itself is raised.
+    /// of the launch itself is raised. The key is looked up in a map learned from the Python
+    /// side's cache (src/torch.rs: no Python key is built on a call it has seen).
     #[allow(clippy::too_many_arguments)]
     fn torch_call(
         &self,
@@ -593,25 +591,6 @@ impl Runtime {
         };
         self.run_plan(py, plan, [p0, p1, pc], stream, trusted)
             .map(|()| true)
-    }
-
-    /// Loads the C++ tensor reader at `path` (built by `autotune/_torchreader.py`) for
-    /// [`Runtime::torch_call`]; the first one loaded stays. Raises `autotune.Error` for a file
-    /// that is not a reader of this version.
-    fn use_torch_reader(&self, path: PathBuf) -> PyResult<()> {
-        if self.reader.get().is_some() {
-            return Ok(());
-        }
-        let reader = NativeReader::load(&path).map_err(Error::new_err)?;
-        let _ = self.reader.set(reader);
-        Ok(())
-    }
-
-    /// The path of the C++ tensor reader in use, `None` while tensors are read through
-    /// Python's attributes.
-    #[getter]
-    fn torch_reader(&self) -> Option<String> {
-        self.reader.get().map(|r| r.path.clone())
     }
 
     /// Host microseconds per call of `calls` back-to-back calls of plan `plan` straight from
@@ -815,7 +794,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_gemm, m)?)?;
     m.add_function(wrap_pyfunction!(check_gemv, m)?)?;
     m.add_function(wrap_pyfunction!(device_count, m)?)?;
-    m.add_function(wrap_pyfunction!(torch::_torch_read, m)?)?;
     m.add("SHIPPED_DB_BYTES", SHIPPED_DB.len())?;
     Ok(())
 }

@@ -1,22 +1,19 @@
 //! The PyTorch fast path ([`Runtime::torch_call`]): a cached call on PyTorch tensors, read,
 //! looked up and checked here without the interpreter.
 //!
-//! Each tensor's dtype, device, shape, strides and address are read either by the C++ reader
-//! (`autotune/_torch_reader.cpp`, [`NativeReader`]: a few nanoseconds a tensor, built against
-//! the PyTorch the program imported) or, until it is loaded or where it cannot be built,
-//! through Python's attributes (five reads a tensor, about 0.5 us on a GPU server). Either way
-//! the call's key (op, flags, scalars, each tensor's type, shape and strides) is looked up in
-//! [`TorchHits`], which learns each key from the Python side's plan cache (`Tuned._plans`, the
-//! one source of plans) the first time the key is seen there.
+//! Each tensor's dtype, device, shape, strides and address are read through its attributes,
+//! and the call's key (op, flags, scalars, each tensor's type, shape and strides) is looked up
+//! in [`TorchHits`], a Rust map that learns each key from the Python side's plan cache
+//! (`Tuned._plans`, the one source of plans) the first time the key is seen there. Building
+//! the cache's Python tuple key and looking it up in the dict on every call, as before, cost
+//! about 2 us a call on an H200 host (results/runs/session46).
 
 use crate::{Plan, Runtime};
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyString, PyTuple};
 use std::collections::HashMap;
-use std::ffi::c_int;
 use std::hash::{BuildHasherDefault, Hasher};
-use std::path::Path;
 
 /// PyTorch's objects the tensor fast path compares with and calls, and the Python side's plan
 /// cache it learns keys from, handed over once ([`Runtime::use_torch`]).
@@ -32,79 +29,19 @@ pub(crate) struct TorchApi {
     pub(crate) raw_stream: Py<PyAny>,
     /// `Tuned._plans`: key -> (plan, swapped, len0, len1, out_len, out_shape, like, trusted).
     pub(crate) plans: Py<PyDict>,
-    /// The process sees one GPU, this runtime's: the attribute reader asks no tensor its GPU.
+    /// The process sees one GPU, this runtime's: no tensor is asked its GPU.
     pub(crate) one_gpu: bool,
 }
 
-/// What a reader gives of one tensor (the C++ reader's `autotune_tensor_info`, whose layout
-/// this must keep).
-#[repr(C)]
+/// What the fast path reads of one tensor.
 #[derive(Clone, Copy, Default)]
 struct TensorInfo {
     data: u64,
     sizes: [i64; 3],
     strides: [i64; 3],
     ndim: i32,
-    /// The CUDA ordinal, -1 for a tensor not on a GPU.
+    /// The CUDA ordinal.
     device: i32,
-}
-
-type ReadFn = unsafe extern "C" fn(*mut pyo3::ffi::PyObject, *mut TensorInfo) -> c_int;
-type VersionFn = unsafe extern "C" fn() -> u32;
-
-/// The version of `autotune_tensor_info` and of the codes this file expects.
-const READER_VERSION: u32 = 1;
-
-/// The C++ tensor reader, loaded ([`NativeReader::load`]); the library stays loaded as long as
-/// the runtime.
-pub(crate) struct NativeReader {
-    _lib: libloading::Library,
-    read: ReadFn,
-    pub(crate) path: String,
-}
-
-impl NativeReader {
-    /// Loads the reader at `path`, refusing one of another version.
-    pub(crate) fn load(path: &Path) -> Result<NativeReader, String> {
-        // SAFETY: loading runs the library's initializers; the reader is autotune's own
-        // source, built by autotune/_torchreader.py against the PyTorch already imported (its
-        // libraries are loaded, so this adds no C++ runtime of its own), or one the user named.
-        let lib = unsafe { libloading::Library::new(path) }
-            .map_err(|e| format!("loading {}: {e}", path.display()))?;
-        // SAFETY: the symbols' types are those _torch_reader.cpp defines; a library without
-        // them is refused here.
-        let (version, read) = unsafe {
-            let version: VersionFn = *lib
-                .get::<VersionFn>(b"autotune_torch_reader_version\0")
-                .map_err(|e| format!("{}: not autotune's tensor reader: {e}", path.display()))?;
-            let read: ReadFn = *lib
-                .get::<ReadFn>(b"autotune_torch_read\0")
-                .map_err(|e| format!("{}: not autotune's tensor reader: {e}", path.display()))?;
-            (version(), read)
-        };
-        if version != READER_VERSION {
-            return Err(format!(
-                "{}: a tensor reader of version {version}, this autotune reads version \
-                 {READER_VERSION}: delete it to have it built again",
-                path.display()
-            ));
-        }
-        Ok(NativeReader {
-            _lib: lib,
-            read,
-            path: path.display().to_string(),
-        })
-    }
-
-    /// The tensor `t`, or `None` for one the fast path does not take (another dtype, layout
-    /// or rank; no storage).
-    fn read(&self, t: &Bound<'_, PyAny>) -> Option<TensorInfo> {
-        let mut info = TensorInfo::default();
-        // SAFETY: `t` is a live object (borrowed, the GIL held), `info` a valid out-parameter
-        // of the layout the reader's version promises; the reader catches every C++ exception.
-        let rc = unsafe { (self.read)(t.as_ptr(), &mut info) };
-        (rc == 0).then_some(info)
-    }
 }
 
 /// A fast, non-cryptographic hash for [`CallKey`] (the keys are the program's own calls).
@@ -116,7 +53,15 @@ impl Hasher for KeyHasher {
         self.0
     }
     fn write(&mut self, bytes: &[u8]) {
-        for b in bytes {
+        // Slices of integers (the sizes and strides) come here whole: a word at a time.
+        let words = bytes.chunks_exact(8);
+        let rest = words.remainder();
+        for w in words {
+            let mut word = [0u8; 8];
+            word.copy_from_slice(w);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+        for b in rest {
             self.write_u64(u64::from(*b));
         }
     }
@@ -190,7 +135,6 @@ impl Runtime {
             "gemv" => true,
             _ => return Ok(None),
         };
-        let native = self.reader.get();
         let mut infos = [TensorInfo::default(); 3];
         let mut key = CallKey {
             gemv,
@@ -207,11 +151,7 @@ impl Runtime {
             let Some(ty) = api.types.iter().position(|k| tp.is(k.bind(py))) else {
                 return Ok(None);
             };
-            let read = match native {
-                Some(r) => r.read(t),
-                None => self.read_attributes(py, api, t)?,
-            };
-            let Some(read) = read else {
+            let Some(read) = self.read_attributes(py, api, t)? else {
                 return Ok(None);
             };
             if usize::try_from(read.device).ok() != Some(self.ordinal) {
@@ -244,8 +184,8 @@ impl Runtime {
     }
 
     /// A tensor read through Python's attributes (dtype, is_cuda, layout, shape, stride(),
-    /// data_ptr(), and get_device() unless the process sees one GPU), as the C++ reader reads
-    /// it; `None` for one it would not take.
+    /// data_ptr(), and get_device() unless the process sees one GPU); `None` for one the fast
+    /// path does not take (another dtype or layout, not on a GPU, more than 3 dimensions).
     fn read_attributes(
         &self,
         py: Python<'_>,
@@ -322,27 +262,4 @@ impl Runtime {
             trusted: entry.get_item(7)?.extract()?,
         }))
     }
-}
-
-/// One tensor as [`_torch_read`] returns it: `(address, sizes, strides, device)`.
-type TensorRead = (u64, Vec<i64>, Vec<i64>, i32);
-
-/// What the C++ reader at `path` reads of `tensor`: `(address, sizes, strides, device)`, or
-/// `None` for a tensor it does not take (tests: the reader against PyTorch's own attributes,
-/// on any tensor, CPU ones included).
-#[pyfunction]
-pub(crate) fn _torch_read(
-    path: std::path::PathBuf,
-    tensor: &Bound<'_, PyAny>,
-) -> PyResult<Option<TensorRead>> {
-    let reader = NativeReader::load(&path).map_err(crate::Error::new_err)?;
-    Ok(reader.read(tensor).map(|i| {
-        let n = i.ndim as usize;
-        (
-            i.data,
-            i.sizes[..n].to_vec(),
-            i.strides[..n].to_vec(),
-            i.device,
-        )
-    }))
 }

@@ -118,8 +118,7 @@ def gpu_main(args):
     ``launch_plan`` on the cached plan (what the Python side ends in); its ``gemm`` with the
     descriptor (the call before plans); ``torch.mm``; and, with ``--rust EXE``
     (``examples/call_overhead``), the Rust runtime's ``gemm_ex`` and ``gemm_raw`` in a
-    process of their own. Tensors are read through their attributes, and by the C++ tensor
-    reader where it can be built (``Tuned.gemm, C++ reader``)."""
+    process of their own."""
     import subprocess
 
     import torch
@@ -127,29 +126,10 @@ def gpu_main(args):
     import autotune
 
     m = n = k = 64
+    tuned = autotune.Tuned(quiet=True)
     a, b = torch.randn(m, k, device="cuda"), torch.randn(k, n, device="cuda")
     c = torch.empty(m, n, device="cuda")
-    # Two runtimes: one reading tensors through their attributes, one through the C++ reader
-    # (built here, or found in the cache; the environment variable is read on a runtime's
-    # first call on tensors).
-    t0 = time.perf_counter()
-    named = os.environ.get("AUTOTUNE_TORCH_READER", "")
-    try:
-        reader = autotune.build_torch_reader()
-        reader_note = "built or found in %.1f s: %s" % (time.perf_counter() - t0, reader)
-    except RuntimeError as e:
-        reader, reader_note = None, "cannot be built here: %s" % e
-        if os.path.isfile(named):  # a prebuilt one, as AUTOTUNE_TORCH_READER names it
-            reader, reader_note = named, "prebuilt: %s (%s)" % (named, reader_note)
-    os.environ["AUTOTUNE_TORCH_READER"] = "0"
-    tuned = autotune.Tuned(quiet=True)
     tuned.gemm(a, b, out=c)
-    fast = None
-    if reader is not None:
-        os.environ["AUTOTUNE_TORCH_READER"] = reader
-        fast = autotune.Tuned(quiet=True)
-        fast.gemm(a, b, out=c)
-        assert fast.torch_reader == reader, (fast.torch_reader, reader)
     (plan, swapped, l0, l1, lc, _, _, trust), = tuned._plans.values()
     desc = autotune._gemm_plan(a, b, c, False, False, 1.0, 0.0, None, tuned.device)[0].desc
     rt, pa, pb, pc = tuned._rt, a.data_ptr(), b.data_ptr(), c.data_ptr()
@@ -157,15 +137,6 @@ def gpu_main(args):
     timed = [
         ("Tuned.gemm (Python)", lambda: tuned.gemm(a, b, out=c)),
         ("extension torch_call", lambda: rt.torch_call("gemm", False, False, 1.0, 0.0, a, b, c)),
-    ]
-    if fast is not None:
-        fr = fast._rt
-        timed += [
-            ("Tuned.gemm, C++ reader", lambda: fast.gemm(a, b, out=c)),
-            ("torch_call, C++ reader",
-             lambda: fr.torch_call("gemm", False, False, 1.0, 0.0, a, b, c)),
-        ]
-    timed += [
         ("extension launch_plan", lambda: rt.launch_plan(plan, pa, pb, pc, raw(0), trust)),
         ("launch_plan, GIL held",
          lambda: rt._launch_plan_holding_gil(plan, pa, pb, pc, raw(0), trust)),
@@ -190,15 +161,10 @@ def gpu_main(args):
     print("Per call on the GPU, host time, 64x64x64 NN with out= (median of %d rounds of 30 x "
           "200 calls, %s; torch %s)" % (args.rounds, sys.version.split()[0], torch.__version__))
     print("  runs: %s" % tuned.explain("gemm", a, b, out=c).splitlines()[0][:160])
-    print("  the C++ tensor reader %s" % reader_note)
-    print("  (Tuned.gemm (Python) and torch_call read tensors through their attributes)")
     for name, us in rows:
         print("  %-30s %7.2f us" % (name, us))
     d = dict(rows)
     print("  %-30s %+7.2f us" % ("Python - Rust, this process", d["Tuned.gemm (Python)"] - d[rust_here]))
-    if fast is not None:
-        print("  %-30s %+7.2f us" % ("C++ reader - Rust, this process",
-                                     d["Tuned.gemm, C++ reader"] - d[rust_here]))
     if "Rust gemm_ex" in d:
         print("  %-30s %+7.2f us" % ("Python - Rust gemm_ex", d["Tuned.gemm (Python)"] - d["Rust gemm_ex"]))
 

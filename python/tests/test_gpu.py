@@ -296,49 +296,17 @@ def test_per_call_overhead_against_rust(tuned):
     assert py_us < 100
 
 
-@pytest.fixture(scope="module")
-def reader():
-    """The C++ tensor reader's path, built (or found in the cache) for this PyTorch; where it
-    cannot be built here, a prebuilt one that ``AUTOTUNE_TORCH_READER`` names."""
-    try:
-        return autotune.build_torch_reader()
-    except RuntimeError:
-        named = os.environ.get("AUTOTUNE_TORCH_READER", "")
-        if not os.path.isfile(named):
-            raise
-        return named
-
-
-def test_the_reader_reads_what_the_attributes_say(reader):
-    from autotune._native import _torch_read
-    base = torch.randn(7, 9, 5, device="cuda")
-    for t in [base, base[1:, 2:7, 1], base.transpose(0, 2), base[0].t(),
-              torch.nn.Parameter(torch.randn(4, 6, device="cuda")), torch.randn(3),
-              torch.randn(0, 4, device="cuda")]:
-        got = _torch_read(reader, t)
-        device = t.get_device() if t.is_cuda else -1
-        assert got == (t.data_ptr(), list(t.shape), list(t.stride()), device)
-    for t in [torch.randn(2, 2, device="cuda", dtype=torch.float64),
-              torch.randn(2, 2, 2, 2, device="cuda"), torch.randn(4, 4).to_sparse().cuda()]:
-        assert _torch_read(reader, t) is None
-
-
-@pytest.mark.parametrize("how", ["attributes", "reader"])
-def test_the_tensor_fast_path_launches_only_what_the_full_path_would(tuned, how, request,
-                                                                    monkeypatch):
-    """The extension's ``torch_call`` (a cached call on PyTorch tensors, out given), reading
-    tensors through their attributes or the C++ reader: a call of a planned layout launches
-    and matches torch.mm; another stride, a scalar's type, -0.0, a misaligned view, an out
-    overlapping an input or a CPU tensor is left to the full path (False), which computes or
-    raises as on a first call."""
-    path = request.getfixturevalue("reader") if how == "reader" else "0"
-    monkeypatch.setenv("AUTOTUNE_TORCH_READER", path)
+def test_the_tensor_fast_path_launches_only_what_the_full_path_would(tuned):
+    """The extension's ``torch_call`` (a cached call on PyTorch tensors, out given): a call of
+    a planned layout launches and matches torch.mm; another stride, a scalar's type, -0.0, a
+    misaligned view, an out overlapping an input or a CPU tensor is left to the full path
+    (False), which computes or raises as on a first call; a key cleared with the plans
+    launches nothing."""
     t = autotune.Tuned(quiet=True)
     a, b = torch.randn(64, 48, device="cuda"), torch.randn(48, 32, device="cuda")
     c = torch.empty(64, 32, device="cuda")
     t.gemm(a, b, out=c)  # plans the layout, and hands PyTorch over to the extension
     assert t._fast == t._rt.torch_call
-    assert t.torch_reader == (path if how == "reader" else None)
     a2, b2, c2 = torch.randn_like(a), torch.randn_like(b), torch.full_like(c, float("nan"))
     assert t._rt.torch_call("gemm", False, False, 1.0, 0.0, a2, b2, c2) is True
     torch.testing.assert_close(c2, torch.mm(a2, b2), rtol=1e-5, atol=1e-5)

@@ -104,12 +104,20 @@ pub const ALTERNATIVES: usize = 8;
 pub const LONG_CALL_MS: f64 = 0.1;
 
 /// How many standard deviations the guard adds for a call of `op` that cuBLAS is predicted to
-/// take `cublas_ms` for: [`GUARD_SPREAD`], or for a long gemm call [`GUARD_SPREAD_LONG`]. Each
-/// op's by the same leave-one-out rule on its grids: gemv keeps one deviation on long calls
-/// too (at half, 4096x65536 went through at 0.969x: 2 of 414 points below 0.97x, not 1).
-pub fn guard_spread(op: Op, cublas_ms: f64) -> f64 {
+/// take `cublas_ms` for: [`GUARD_SPREAD`], or for a long unbatched gemm call
+/// [`GUARD_SPREAD_LONG`]. Each op's by the same leave-one-out rule on its grids: gemv keeps one
+/// deviation on long calls too (at half, 4096x65536 went through at 0.969x: 2 of 414 points
+/// below 0.97x, not 1).
+///
+/// A batched call (`batched`) keeps one deviation however long: the half was chosen for long
+/// calls whose scatter is timing noise between near neighbours, while a batched grid's points
+/// lie 4 to 8 times apart on every axis (the batch count one of them), so a long batched
+/// call's scatter is distance. On the H200's batched TN grid, the first 20 batched problems
+/// of a fresh draw (seed 3136, results/runs/session46) had one launch, 739x3617x157:tn:b36 at
+/// 0.848x cuBLAS (mean 0.72, spread 0.39: doubt 0.87 at half a deviation, 1.06 at one).
+pub fn guard_spread(op: Op, cublas_ms: f64, batched: bool) -> f64 {
     match op {
-        Op::Gemm if cublas_ms >= LONG_CALL_MS => GUARD_SPREAD_LONG,
+        Op::Gemm if cublas_ms >= LONG_CALL_MS && !batched => GUARD_SPREAD_LONG,
         Op::Gemm | Op::Gemv => GUARD_SPREAD,
     }
 }
@@ -473,7 +481,7 @@ impl Selector {
         let like = near
             .iter()
             .any(|&(_, g)| alignment(self.op, self.points[g].shape) == class);
-        let spread_k = guard_spread(self.op, cublas_ms);
+        let spread_k = guard_spread(self.op, cublas_ms, shape.form.batch > 1);
         // The guard's judgement of config `index`: its time over cuBLAS's as each neighbour
         // alone predicts it (weight, log ratio), as a weighted mean and standard deviation.
         let judge = |index: usize| -> (f64, f64) {

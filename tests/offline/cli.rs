@@ -278,10 +278,10 @@ fn shipped_coverage_predicts_untuned_shapes_without_a_gpu() {
     common::fails_with(
         &[
             "cover", "--loo", "--db", db, "--op", "gemm", "--layout", "tt", "--batch", "4",
-            "--gpu", "h200",
+            "--beta", "1", "--gpu", "h200",
         ],
         &[
-            "no gemm:tt:b4 coverage for 'NVIDIA H200'",
+            "no gemm:tt:b4:beta coverage for 'NVIDIA H200'",
             "autotune cover --op gemm",
         ],
     );
@@ -289,8 +289,8 @@ fn shipped_coverage_predicts_untuned_shapes_without_a_gpu() {
 
 /// Coverage is per form: `cover --layout nt` measures the layer call's grid (a dry run lists it
 /// without a GPU), and where the shipped database has no grid of a form for a GPU (a strided
-/// batch of TT products on the H200), there is none to check or to predict that form's problems
-/// from.
+/// batch of TT products with beta on the H200), there is none to check or to predict that
+/// form's problems from.
 #[test]
 fn cover_measures_one_form_per_grid() {
     let db = "results/tuning.toml";
@@ -359,11 +359,13 @@ fn cover_measures_one_form_per_grid() {
             "tt",
             "--batch",
             "4",
+            "--beta",
+            "1",
             "--gpu",
             "NVIDIA H200",
         ],
         &[
-            "no gemm:tt:b4 coverage for 'NVIDIA H200'",
+            "no gemm:tt:b4:beta coverage for 'NVIDIA H200'",
             "NVIDIA H200 gemm coverage",
         ],
     );
@@ -374,7 +376,7 @@ fn cover_measures_one_form_per_grid() {
         "--gpu",
         "NVIDIA H200",
         "--shape",
-        "777x1333x555:tt:b4",
+        "777x1333x555:tt:b4:beta",
         "--json",
     ]);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
