@@ -31,7 +31,8 @@
 //!
 //! An optional `[model]` section gives the performance model ([`crate::plan::model`]) figures it
 //! cannot derive from the launch geometry (`registers` per thread, `global_bytes` in all,
-//! `bytes_in_flight` per thread), as expressions over the same names; see [`ModelHints`].
+//! `bytes_in_flight` per thread, `block_outputs` per block), as expressions over the same
+//! names; see [`ModelHints`].
 
 use crate::family::expr::{Env, Expr, ExprError};
 pub use crate::family::math::Math;
@@ -182,6 +183,9 @@ struct ModelFile {
     /// 100, up to 800, for a family on faster units than the FP32 pipes, e.g. tensor cores).
     #[serde(default)]
     fma_efficiency_pct: Option<String>,
+    /// Outputs of C each block computes, padding included (a block tile's `BM * BN`).
+    #[serde(default)]
+    block_outputs: Option<String>,
 }
 
 /// A family's figures for the performance model, for one config on one shape: what the space
@@ -198,6 +202,9 @@ pub struct ModelHints {
     pub bytes_in_flight: Option<i64>,
     /// `[model] fma_efficiency_pct`: percent of the FMA issue rate the inner loop reaches.
     pub fma_efficiency_pct: Option<i64>,
+    /// `[model] block_outputs`: outputs of C each block computes, the rows and columns of its
+    /// tile past the edges of C included (without it, the model takes a block's share of C).
+    pub block_outputs: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -337,7 +344,7 @@ pub struct Space {
     /// How the kernels compute the products (`math`, `simt` unless said).
     pub math: Math,
     /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency.
-    model: [Option<Expr>; 4],
+    model: [Option<Expr>; 5],
 }
 
 /// Why a plain-interface family has no config for a problem of another form.
@@ -473,8 +480,9 @@ impl Space {
                 opt("model.global_bytes", &m.global_bytes)?,
                 opt("model.bytes_in_flight", &m.bytes_in_flight)?,
                 opt("model.fma_efficiency_pct", &m.fma_efficiency_pct)?,
+                opt("model.block_outputs", &m.block_outputs)?,
             ],
-            None => [None, None, None, None],
+            None => [None, None, None, None, None],
         };
         if file.launch.workspace_zero.is_some() && file.launch.workspace_bytes.is_none() {
             return Err(invalid(
@@ -732,7 +740,7 @@ impl Space {
             Some(e) => self.eval_in(e, "launch.shared_bytes", &env)?,
             None => 0,
         };
-        let [registers, global_bytes, bytes_in_flight, fma_efficiency_pct] = self
+        let [registers, global_bytes, bytes_in_flight, fma_efficiency_pct, block_outputs] = self
             .model
             .clone()
             .map(|e| e.and_then(|e| e.eval(&env).ok()));
@@ -742,6 +750,7 @@ impl Space {
             global_bytes,
             bytes_in_flight,
             fma_efficiency_pct,
+            block_outputs,
         })
     }
 

@@ -10,9 +10,12 @@
 //!   registers per SM ([`Machine`]);
 //! - **wave quantization**: blocks run in waves of `blocks per SM x SMs`; a last, partial
 //!   wave leaves SMs idle, and a grid smaller than the device leaves most of it idle;
-//! - **per-thread work and arithmetic intensity** (gemm): a block computes about
-//!   `M * N / tiles` outputs (tiles = blocks / grid z; grid z is taken as a split of K, the
-//!   convention of every split-K family here), each thread `outputs / threads` of them. A
+//! - **per-thread work and arithmetic intensity** (gemm): a block computes its whole tile where
+//!   the family says how large it is (`[model] block_outputs`: a shape just past a multiple of
+//!   the tile pays a whole tile row more, tile quantization), else about
+//!   `M * N * batch / tiles` outputs (tiles = blocks / the K split; grid z walks the products
+//!   of a batch, and beyond them is taken as a split of K, the convention of every split-K
+//!   family here), each thread `outputs / threads` of them. A
 //!   thread tile of `o` outputs reads `2 sqrt(o)` shared-memory words per `o` FMAs, so small
 //!   thread tiles are bound by shared memory, and a block tile of side `s` reads `2 s` words
 //!   of global/L2 memory per `s^2` FMAs;
@@ -24,7 +27,8 @@
 //!   on top of the compulsory traffic; zeroing it every launch costs a launch and a pass.
 //!
 //! A space file may refine the per-config figures in an optional `[model]` section
-//! (`registers`, `global_bytes`, `bytes_in_flight`; see [`crate::family::space::ModelHints`]); without
+//! (`registers`, `global_bytes`, `bytes_in_flight`, `block_outputs`; see
+//! [`crate::family::space::ModelHints`]); without
 //! one the model uses the generic defaults described on [`estimate`]. The estimate is a
 //! ranking heuristic: it knows nothing of coalescing, vector widths or instruction mixes.
 
@@ -204,14 +208,23 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
     let peak = machine.fp32_gflops.max(1e-3) * 1e9;
     let bw = machine.dram_gbs.max(1e-3) * 1e9;
 
-    // Work per thread (gemm): outputs of C per block and per thread.
+    // Work per thread (gemm): outputs of C per block and per thread. Grid z walks the products
+    // of a batch (one per slot, up to the grid's limit) and, beyond them, splits of K.
+    let batch = shape.form.batch.max(1) as f64;
     let split = if op == Op::Gemm {
-        u64::from(l.grid.2).max(1)
+        let z = u64::from(l.grid.2).max(1);
+        (z / z.min(shape.form.batch.max(1))).max(1)
     } else {
         1
     };
     let tiles = (blocks / split).max(1) as f64;
-    let area = (m * n / tiles).max(1.0);
+    // A block computes its whole tile, the rows and columns past C's edges included, where the
+    // family says how large it is: a shape just past a multiple of the tile pays a whole tile
+    // row or column more (tile quantization), not the share of C the ragged tiles hold.
+    let area = match h.block_outputs {
+        Some(b) if op == Op::Gemm && b > 0 => b as f64,
+        _ => (m * n * batch / tiles).max(1.0),
+    };
     let outputs = (area / threads as f64).max(1.0);
 
     let regs = h.registers.map(|r| r as f64).unwrap_or(match op {
@@ -307,14 +320,14 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
                 0.0,
             );
             let atomics = if l.zero_output {
-                8.0 * m * n * split as f64
+                8.0 * m * n * batch * split as f64
             } else {
                 0.0
             };
             let dram = h
                 .global_bytes
                 .map(|b| b as f64)
-                .unwrap_or(4.0 * (m * k + k * n + m * n) + atomics + workspace_traffic);
+                .unwrap_or(4.0 * (m * k + k * n + m * n) * batch + atomics + workspace_traffic);
             (compute, l2.max(dram / bw))
         }
         Op::Gemv => {
@@ -576,5 +589,42 @@ mod tests {
                 .fold(f64::INFINITY, f64::min)
         };
         assert!(best_of("gemm_tiled") > 2.0 * best_of("gemm_warptile"));
+    }
+
+    #[test]
+    fn a_block_computes_its_whole_tile_and_a_batch_all_its_products() {
+        let m = h100();
+        // 128 x 128 tiles over N = 16384 (128 columns), K = 4096, one block per SM: 256 rows
+        // fill 2 tile rows (2 waves), 261 rows need a third, mostly empty one (3 waves), which
+        // computes whole tiles all the same.
+        let tiled = |rows: u32| {
+            let mut fp = launch(rows.div_ceil(128) * 128, 256, 64 * 1024);
+            fp.hints.block_outputs = Some(128 * 128);
+            fp
+        };
+        let mnk = |rows: u32| Shape::mnk(rows.into(), 16384, 4096);
+        let at = estimate(Op::Gemm, mnk(256), &tiled(256), &m);
+        let past = estimate(Op::Gemm, mnk(261), &tiled(261), &m);
+        assert_eq!((at.waves, past.waves), (2, 3));
+        assert!(past.compute_ms > 1.4 * at.compute_ms, "{past:?} vs {at:?}");
+        // Without the figure a block computes its share of C: about the same work in all.
+        let share = |rows: u32| {
+            let fp = launch(rows.div_ceil(128) * 128, 256, 64 * 1024);
+            estimate(Op::Gemm, mnk(rows), &fp, &m)
+        };
+        assert!(share(261).compute_ms < 1.1 * share(256).compute_ms);
+        // A strided batch of 8 (grid z walks the products): each block still reduces the
+        // whole K, so 8 products take about 8 times one, not one split 8 ways.
+        let shape = mnk(256);
+        let mut batched = tiled(256);
+        batched.launch.grid.2 = 8;
+        let mut shape8 = shape;
+        shape8.form.batch = 8;
+        let one = estimate(Op::Gemm, shape, &tiled(256), &m);
+        let eight = estimate(Op::Gemm, shape8, &batched, &m);
+        assert!(
+            eight.compute_ms > 6.0 * one.compute_ms,
+            "{eight:?} vs {one:?}"
+        );
     }
 }
