@@ -343,7 +343,7 @@ pub struct Space {
     pub arch_specific: Vec<u32>,
     /// How the kernels compute the products (`math`, `simt` unless said).
     pub math: Math,
-    /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency.
+    /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency, block outputs.
     model: [Option<Expr>; 5],
 }
 
