@@ -92,12 +92,12 @@ pub(crate) struct CallKey {
     tensors: [(u8, i32, [i64; 3], [i64; 3]); 3],
 }
 
-/// A key's entry of the Python side's plan cache, as the launch needs it.
+/// A key's entry of the Python side's plan cache, as the launch needs it (the extents are the
+/// plan's).
 #[derive(Clone, Copy)]
 pub(crate) struct Hit {
     plan: Plan,
     swapped: bool,
-    lens: [usize; 3],
     trusted: u8,
 }
 
@@ -175,9 +175,10 @@ impl Runtime {
         };
         let [pa, pb, pc] = infos.map(|i| i.data);
         let (p0, p1) = if hit.swapped { (pb, pa) } else { (pa, pb) };
-        let end = pc.saturating_add(4 * hit.lens[2] as u64);
+        let (_, _, lens) = hit.plan.operands();
+        let end = pc.saturating_add(4 * lens[2] as u64);
         let overlaps = |p: u64, len: usize| p < end && pc < p.saturating_add(4 * len as u64);
-        if (p0 | p1 | pc) & 15 != 0 || overlaps(p0, hit.lens[0]) || overlaps(p1, hit.lens[1]) {
+        if (p0 | p1 | pc) & 15 != 0 || overlaps(p0, lens[0]) || overlaps(p1, lens[1]) {
             return Ok(None);
         }
         Ok(Some((hit.plan, [p0, p1, pc], hit.trusted)))
@@ -258,7 +259,6 @@ impl Runtime {
         Ok(Some(Hit {
             plan,
             swapped: entry.get_item(1)?.extract()?,
-            lens: plan.operands().2,
             trusted: entry.get_item(7)?.extract()?,
         }))
     }

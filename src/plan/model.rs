@@ -210,10 +210,11 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
 
     // Work per thread (gemm): outputs of C per block and per thread. Grid z walks the products
     // of a batch (one per slot, up to the grid's limit) and, beyond them, splits of K.
-    let batch = shape.form.batch.max(1) as f64;
+    let products = shape.form.batch.max(1);
+    let batch = products as f64;
     let split = if op == Op::Gemm {
         let z = u64::from(l.grid.2).max(1);
-        (z / z.min(shape.form.batch.max(1))).max(1)
+        (z / z.min(products)).max(1)
     } else {
         1
     };
