@@ -169,9 +169,9 @@ fn every_form_gemm_shapes() -> Vec<String> {
     gemm
 }
 
-/// The tensor-core family alone on every form (also in the test below), and on square and
-/// long-K problems where its tiles are full: the first GPU check of a new family, quicker than
-/// the whole catalog.
+/// The tensor-core families alone on every form (also in the test below), and on square and
+/// long-K problems where their tiles are full: the first GPU check of a new family, quicker
+/// than the whole catalog. `AUTOTUNE_TF32X3_FAMILIES=A,B` checks those of them alone.
 #[test]
 #[ignore = "needs a GPU: run with --include-ignored on a machine with one (scripts/gpu.sh)"]
 fn tf32x3_validates_every_form() {
@@ -180,7 +180,19 @@ fn tf32x3_validates_every_form() {
     let mut shapes = every_form_gemm_shapes();
     shapes.extend(["512x512x512", "256x384x2048:nt", "1000x1000x1000:tn:beta"].map(String::from));
     let shapes: Vec<&str> = shapes.iter().map(String::as_str).collect();
-    let families = common::TF32X3_FAMILIES.map(String::from);
+    let families: Vec<String> = match std::env::var("AUTOTUNE_TF32X3_FAMILIES") {
+        Ok(list) => list
+            .split(',')
+            .map(|one| {
+                assert!(
+                    common::TF32X3_FAMILIES.contains(&one),
+                    "AUTOTUNE_TF32X3_FAMILIES: {one} is not a 3xTF32 family"
+                );
+                one.to_string()
+            })
+            .collect(),
+        Err(_) => common::TF32X3_FAMILIES.map(String::from).to_vec(),
+    };
     validate_catalog(&dev, &cat, Op::Gemm, &shapes, &families);
 }
 

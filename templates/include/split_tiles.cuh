@@ -24,9 +24,20 @@
 // A piece that is not whole inside the matrix, or not 16-byte aligned (vec false: the caller
 // checks the base pointer and ld once), is read element by element with bounds checks; what
 // lies outside is 0, so edge tiles need no other care.
+//
+// XLOAD 1 (r contiguous, read into registers only) reads such a tile by columns instead: warp
+// task u is the 32 rows 32 (u / KQ) .. + 31 by the 4 k of chunk u % KQ; lane l reads row
+// 32 (u / KQ) + l at each of the 4 k (four 4-byte loads, a warp's each one 128-byte line of the
+// stored row) and stores the chunk whole. Every load uses its whole line, where the 4 x 4
+// blocks above touch 8 lines by halves, and a quarter warp's stores go to 8 consecutive rows,
+// which the swizzle puts in 8 different chunks; no alignment is needed. The ring (issue,
+// split_from) keeps the blocks.
 
 #ifndef TF32_LATE_CHECK
 #define TF32_LATE_CHECK 0
+#endif
+#ifndef XLOAD
+#define XLOAD 0
 #endif
 
 template <int ROWS_, int BK_, bool KCONT_>
@@ -35,7 +46,15 @@ struct SplitTile {
     static constexpr int PIECES = ROWS_ * KQ;   // float4 pieces of the tile
     static constexpr int PER = (PIECES + THREADS - 1) / THREADS;    // k contiguous: pieces
     static constexpr int PER4 = (PIECES / 4 + THREADS - 1) / THREADS; // r contiguous: blocks
-    float4 v[KCONT_ ? PER : 4 * PER4];
+    // r contiguous, read by columns (XLOAD): the warp tasks, and those of one warp. An enum,
+    // not static members: those would be emitted into the PTX of every family.
+    enum : int {
+        COLS = !KCONT_ && XLOAD != 0,
+        WARPS = THREADS / 32,
+        TASKS = ROWS_ / 32 * KQ,
+        PERX = (TASKS + WARPS - 1) / WARPS,
+    };
+    float4 v[KCONT_ ? PER : COLS ? PERX : 4 * PER4];
 
     // Reads the tile whose first row is r0 and first k is k0 (rows below `rows`, k below K).
     __device__ __forceinline__ void load(const float* src, int ld, int rows, int K, int r0,
@@ -56,6 +75,20 @@ struct SplitTile {
                     v[i].z = in && k + 2 < K ? __ldg(p + 2) : 0.0f;
                     v[i].w = in && k + 3 < K ? __ldg(p + 3) : 0.0f;
                 }
+            }
+        } else if constexpr (COLS) {
+            static_assert(ROWS_ % 32 == 0 && THREADS % 32 == 0, "whole warps over 32-row tasks");
+#pragma unroll
+            for (int i = 0; i < PERX; ++i) {
+                const int u = (tid >> 5) + i * WARPS;
+                const int k = k0 + 4 * (u % KQ);
+                const int r = r0 + 32 * (u / KQ) + (tid & 31);
+                const bool in = (PERX * WARPS == TASKS || u < TASKS) && r < rows;
+                const float* p = src + (long long)k * ld + r;
+                v[i].x = in && k < K ? __ldg(p) : 0.0f;
+                v[i].y = in && k + 1 < K ? __ldg(p + ld) : 0.0f;
+                v[i].z = in && k + 2 < K ? __ldg(p + 2 * (long long)ld) : 0.0f;
+                v[i].w = in && k + 3 < K ? __ldg(p + 3 * (long long)ld) : 0.0f;
             }
         } else {
 #pragma unroll
@@ -138,8 +171,17 @@ struct SplitTile {
     __device__ __forceinline__ void store(unsigned char* big, unsigned char* small, bool& finite,
                                           int tid) const
     {
-        split_each(big, small, finite, tid,
-                   [&](int i, int, int e) { return KCONT_ ? v[i] : v[4 * i + e]; });
+        if constexpr (COLS) {
+#pragma unroll
+            for (int i = 0; i < PERX; ++i) {
+                const int u = (tid >> 5) + i * WARPS;
+                if (PERX * WARPS != TASKS && u >= TASKS) continue;
+                put(big, small, 32 * (u / KQ) + (tid & 31), u % KQ, v[i], finite);
+            }
+        } else {
+            split_each(big, small, finite, tid,
+                       [&](int i, int, int e) { return KCONT_ ? v[i] : v[4 * i + e]; });
+        }
     }
 
     // Splits and stores the thread's pieces: get(i, c, e) is its i-th piece c (k contiguous,
