@@ -589,12 +589,7 @@ fn tf32x3_wgmma_cols_faults_are_caught() {
             "(tid & 31), (u + 1) % KQ, v[i], finite);",
             s(128, 128, 96),
         ),
-        mutant(
-            family,
-            "__ldg(p + 2 * (long long)ld)",
-            "__ldg(p + ld)",
-            tt,
-        ),
+        mutant(family, "__ldg(p + 2 * (long long)ld)", "__ldg(p + ld)", tt),
     ]);
 }
 
@@ -630,7 +625,11 @@ fn tf32x3_special_values(family: &Family) {
         let plant = move |a: &mut [f32], b: &mut [f32]| common::plant_special_values(a, b, nt);
         tf32x3_check(family, &config, shape, &plant);
     }
-    assert!(checked > 0, "{}: offered on neither NN nor NT", family.name());
+    assert!(
+        checked > 0,
+        "{}: offered on neither NN nor NT",
+        family.name()
+    );
 }
 
 fn tf32x3_check(family: &Family, config: &Config, shape: Shape, plant: emu::Plant) {
