@@ -56,6 +56,16 @@ fn validate_every_config(op: Op, list: &[&str]) {
     validate_catalog(&dev, &cat, op, list, &[]);
 }
 
+/// Whether `family`'s space offers a config for `shape` on `dev`.
+fn offers(dev: &Device, family: &Family, shape: &Shape) -> bool {
+    !family
+        .space
+        .prune(*shape, &dev.info.limits)
+        .unwrap()
+        .valid
+        .is_empty()
+}
+
 /// Validates every valid config of `cat`'s families of `op` (those named in `only`, or all) on
 /// each shape of `list`: all must pass, every family must have been checked, and on each shape
 /// every family whose space offers a config there (all but the GEMV-shaped gemm families,
@@ -77,18 +87,11 @@ fn validate_catalog(dev: &Device, cat: &Catalog, op: Op, list: &[&str], only: &[
         .filter(|f| only.is_empty() || only.iter().any(|n| n == f.name()))
         .collect();
     let families: BTreeSet<_> = results.iter().map(|r| r.family.clone()).collect();
-    let offers = |f: &Family, s: &Shape| {
-        !f.space
-            .prune(*s, &dev.info.limits)
-            .unwrap()
-            .valid
-            .is_empty()
-    };
     // Every family whose space offers a config on one of the shapes (a family offered only on
     // other forms, such as the NT layer-call family on plain shapes, is checked where it is).
     let expected: BTreeSet<_> = chosen
         .iter()
-        .filter(|f| shapes.iter().any(|s| offers(f, s)))
+        .filter(|f| shapes.iter().any(|s| offers(dev, f, s)))
         .map(|f| f.name().to_string())
         .collect();
     assert!(!expected.is_empty());
@@ -101,7 +104,7 @@ fn validate_catalog(dev: &Device, cat: &Catalog, op: Op, list: &[&str], only: &[
             .collect();
         let offered: BTreeSet<_> = chosen
             .iter()
-            .filter(|f| offers(f, s))
+            .filter(|f| offers(dev, f, s))
             .map(|f| f.name().to_string())
             .collect();
         assert_eq!(
@@ -196,15 +199,9 @@ fn tf32x3_validates_every_form() {
     // The forms the chosen families compute (gemm_tf32x3_wgmma_cols: not NT).
     let offered = |s: &&str| {
         let shape = Shape::parse(Op::Gemm, s).unwrap();
-        families.iter().any(|f| {
-            !cat.get(f)
-                .unwrap()
-                .space
-                .prune(shape, &dev.info.limits)
-                .unwrap()
-                .valid
-                .is_empty()
-        })
+        families
+            .iter()
+            .any(|f| offers(&dev, cat.get(f).unwrap(), &shape))
     };
     let shapes: Vec<&str> = shapes.into_iter().filter(offered).collect();
     validate_catalog(&dev, &cat, Op::Gemm, &shapes, &families);
