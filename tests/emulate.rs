@@ -593,6 +593,41 @@ fn tf32x3_wgmma_cols_faults_are_caught() {
     ]);
 }
 
+/// gemm_tf32x3_wgmma_trunc (each value's big part truncated): a small part left at zero
+/// (TRUNC 2), and a big part kept whole so that the rest is zero and the tensor cores drop its
+/// low bits (TRUNC 1), fail validation, as does the latter in the plain-layout family that reads
+/// B by columns (gemm_tf32x3_wgmma_cols_trunc).
+#[test]
+#[ignore = "needs g++: bash scripts/test.sh runs them"]
+fn tf32x3_wgmma_trunc_faults_are_caught() {
+    require_gxx();
+    let shape = s(64, 128, 160);
+    let whole = "big = __float_as_uint(x);";
+    all_caught(&[
+        mutant(
+            "gemm_tf32x3_wgmma_trunc",
+            "small = rest;",
+            "small = 0u;",
+            shape,
+        )
+        .want("TRUNC", 2),
+        mutant(
+            "gemm_tf32x3_wgmma_trunc",
+            "big = __float_as_uint(x) & 0xffffe000u;",
+            whole,
+            shape,
+        )
+        .want("TRUNC", 1),
+        mutant(
+            "gemm_tf32x3_wgmma_cols_trunc",
+            "big = __float_as_uint(x) & 0xffffe000u;",
+            whole,
+            s(128, 128, 96),
+        )
+        .want("TRUNC", 1),
+    ]);
+}
+
 /// gemm_tf32x3 on operands with inf, -inf, NaN, FLT_MAX (which TF32 rounds to inf), large and
 /// subnormal values gives what IEEE FP32 arithmetic gives (NaN, the same infinity, or a finite
 /// value within the tolerance): its blocks that read such values compute their tile again in

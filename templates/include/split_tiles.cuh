@@ -33,11 +33,41 @@
 // which the swizzle puts in 8 different chunks; no alignment is needed. The ring (issue,
 // split_from) keeps the blocks.
 
+// TRUNC (TF32_LATE_CHECK 1 only) says how a value is split: 0 rounds big to nearest
+// (split_tf32_unchecked); 1 truncates big (its low 13 bits cleared) and rounds small to nearest;
+// 2 truncates both (small stored as x - big, whose low bits the tensor cores ignore). Truncation
+// leaves x - big under one TF32 unit of x instead of half, so big + small holds x to about 2^-22
+// (1) or 2^-21 (2, toward zero) instead of 2^-23, still below the FP32 sums' rounding for the K
+// the accuracy rule checks; it costs 1 or 0 instructions per value beside the 4 of cvt.rna (its
+// inf / NaN select among them). inf and NaN keep a non-finite big (a truncated finite value
+// cannot overflow), so the late check sees them as before.
 #ifndef TF32_LATE_CHECK
 #define TF32_LATE_CHECK 0
 #endif
 #ifndef XLOAD
 #define XLOAD 0
+#endif
+#ifndef TRUNC
+#define TRUNC 0
+#endif
+#if TRUNC < 0 || TRUNC > 2 || (TRUNC != 0 && !TF32_LATE_CHECK)
+#error "TRUNC must be 0, 1 or 2, and above 0 only with TF32_LATE_CHECK 1"
+#endif
+#if TRUNC != 0
+// x = big + small with big truncated (TRUNC above).
+static __device__ __forceinline__ void split_tf32_trunc(float x, unsigned& big, unsigned& small)
+{
+    big = __float_as_uint(x) & 0xffffe000u;
+    const unsigned rest = __float_as_uint(x - __uint_as_float(big));
+#if TRUNC == 1
+    small = (rest + 0x1000u) & 0xffffe000u;
+#else
+    small = rest;
+#endif
+}
+#define SPLIT_LATE split_tf32_trunc
+#else
+#define SPLIT_LATE split_tf32_unchecked
 #endif
 
 template <int ROWS_, int BK_, bool KCONT_>
@@ -226,10 +256,10 @@ struct SplitTile {
     {
         unsigned b[4], s[4];
 #if TF32_LATE_CHECK
-        split_tf32_unchecked(x.x, b[0], s[0]);
-        split_tf32_unchecked(x.y, b[1], s[1]);
-        split_tf32_unchecked(x.z, b[2], s[2]);
-        split_tf32_unchecked(x.w, b[3], s[3]);
+        SPLIT_LATE(x.x, b[0], s[0]);
+        SPLIT_LATE(x.y, b[1], s[1]);
+        SPLIT_LATE(x.z, b[2], s[2]);
+        SPLIT_LATE(x.w, b[3], s[3]);
 #else
         finite &= split_tf32(x.x, b[0], s[0]);
         finite &= split_tf32(x.y, b[1], s[1]);

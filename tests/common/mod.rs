@@ -30,16 +30,20 @@ pub const GEMM_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suite
 pub const GEMV_SUITE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/configs/suites/gemv.toml");
 /// The families of 3xTF32 math (tensor cores, FP32 accuracy), each tested on special values and
 /// on every form.
-pub const TF32X3_FAMILIES: [&str; 9] = [
+pub const TF32X3_FAMILIES: [&str; 13] = [
     "gemm_tf32x3",
     "gemm_tf32x3_wgmma",
     "gemm_tf32x3_wgmma_cols",
     "gemm_tf32x3_wgmma_cols_splitk",
+    "gemm_tf32x3_wgmma_cols_splitk_trunc",
+    "gemm_tf32x3_wgmma_cols_trunc",
     "gemm_tf32x3_wgmma_pipe",
     "gemm_tf32x3_wgmma_promote",
     "gemm_tf32x3_wgmma_promote_splitk",
     "gemm_tf32x3_wgmma_rs",
     "gemm_tf32x3_wgmma_splitk",
+    "gemm_tf32x3_wgmma_splitk_trunc",
+    "gemm_tf32x3_wgmma_trunc",
 ];
 
 /// The config of the smallest tiles among `valid` (64 x 64 where offered, else the fewest
