@@ -399,6 +399,36 @@ fn winners_the_runtime_never_predicts_untuned_are_not_added() {
 }
 
 #[test]
+fn winners_split_wholly_by_truncation_are_not_added() {
+    // gemm_tf32x3_wgmma_trunc serves untuned shapes with TRUNC 1 (and chains of one K tile)
+    // only: its faster TRUNC 2 winner keeps to the shape it was validated on.
+    let cat = Catalog::builtin().unwrap();
+    let gpu = "NVIDIA Test GPU";
+    let family = "gemm_tf32x3_wgmma_trunc";
+    let mut db = crate::db::Database::new();
+    db.upsert_gpu(crate::db::fixtures::gpu(gpu));
+    let trunc = |shape: &str, trunc: i64, vs: f64| {
+        let mut params = crate::db::fixtures::pipe_params(1);
+        params.extend([("SMALL_FIRST".to_string(), 1), ("TRUNC".to_string(), trunc)]);
+        crate::db::Entry {
+            family: family.into(),
+            checksum: cat.get(family).unwrap().checksum.clone(),
+            params,
+            vs_cublas: vs,
+            ..crate::db::fixtures::entry(gpu, Op::Gemm, shape, 1.0)
+        }
+    };
+    db.upsert(trunc("2048x2048x2048", 2, 2.0));
+    db.upsert(trunc("4096x4096x4096", 1, 1.5));
+    let base = coverage_of(gpu, &[], &[("1024x1024x1024", 1.0, &[])]);
+    let truncs: Vec<i64> = winners_to_add(&db, &cat, &base, &[], 10)
+        .iter()
+        .map(|c| c.params["TRUNC"])
+        .collect();
+    assert_eq!(truncs, vec![1]);
+}
+
+#[test]
 fn another_gpus_portfolio_is_taken_current_configs_only_or_refused_with_what_there_is() {
     let cat = Catalog::builtin().unwrap();
     let fresh = |stages: i64| Config {
