@@ -38,9 +38,10 @@
 // 2 truncates both (small stored as x - big, whose low bits the tensor cores ignore). Truncation
 // leaves x - big under one TF32 unit of x instead of half, so big + small holds x to about 2^-22
 // (1) or 2^-21 (2, toward zero) instead of 2^-23, still below the FP32 sums' rounding for the K
-// the accuracy rule checks; it costs 1 or 0 instructions per value beside the 4 of cvt.rna (its
-// inf / NaN select among them). inf and NaN keep a non-finite big (a truncated finite value
-// cannot overflow), so the late check sees them as before.
+// the accuracy rule checks. big costs one instruction (a mask) instead of cvt.rna's four (its
+// inf / NaN select among them), and small with TRUNC 2 none instead of two. inf and NaN keep a
+// non-finite big (a truncated finite value cannot overflow), so the late check sees them as
+// before.
 #ifndef TF32_LATE_CHECK
 #define TF32_LATE_CHECK 0
 #endif
