@@ -159,12 +159,27 @@ WGMMA_KERNEL
         WGMMA_BATCH_SETUP(bz)
         bool finite = true;
 
+#if FASTLOAD
+        // Every row of the block's tiles inside A and B, and their pieces readable whole: the
+        // tiles of K wholly inside are read without checks (SplitTile::load_inside).
+        const bool inside = bm + BM <= M && bn + BN <= N &&
+                            (!decltype(ta)::INSIDE_NEEDS_VEC || vec_a) &&
+                            (!decltype(tb)::INSIDE_NEEDS_VEC || vec_b);
+#endif
         // The ring's slots (RING > 0), after the split stages.
         const unsigned ring = smem_at + STAGES * STAGE_BYTES;
         unsigned char* const ring_ptr = smem + STAGES * STAGE_BYTES;
         // Reads tile t: into registers, or by cp.async into its ring slot.
         auto read = [&](int t) {
             if (RING == 0) {
+#if FASTLOAD
+                // A tile wholly inside both matrices skips every check (block-uniform).
+                if (inside && TILE_K(t) + BK <= K_END) {
+                    ta.load_inside(Ab, lda, bm, TILE_K(t), tid);
+                    tb.load_inside(Bb, ldb, bn, TILE_K(t), tid);
+                    return;
+                }
+#endif
                 ta.load(Ab, lda, M, K_END, bm, TILE_K(t), vec_a, tid);
                 tb.load(Bb, ldb, N, K_END, bn, TILE_K(t), vec_b, tid);
             } else {

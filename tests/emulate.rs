@@ -596,7 +596,9 @@ fn tf32x3_wgmma_cols_faults_are_caught() {
 /// gemm_tf32x3_wgmma_trunc (each value's big part truncated): a small part left at zero
 /// (TRUNC 2), and a big part kept whole so that the rest is zero and the tensor cores drop its
 /// low bits (TRUNC 1), fail validation, as does the latter in the plain-layout family that reads
-/// B by columns (gemm_tf32x3_wgmma_cols_trunc).
+/// B by columns (gemm_tf32x3_wgmma_cols_trunc). So do the unchecked reads of tiles inside the
+/// matrices (FASTLOAD 1) with a piece of a k-contiguous row taken from the next chunk, or a
+/// column read from the next chunk of k.
 #[test]
 #[ignore = "needs g++: bash scripts/test.sh runs them"]
 fn tf32x3_wgmma_trunc_faults_are_caught() {
@@ -625,6 +627,22 @@ fn tf32x3_wgmma_trunc_faults_are_caught() {
             s(128, 128, 96),
         )
         .want("TRUNC", 1),
+        // NN: the row pieces are A's alone (on NT both operands' k would move alike, leaving
+        // every dot product as it was).
+        mutant(
+            "gemm_tf32x3_wgmma_trunc",
+            "* ld + k0 + 4 * (c % KQ)));",
+            "* ld + k0 + 4 * ((c + 1) % KQ)));",
+            s(256, 256, 96),
+        )
+        .want("FASTLOAD", 1),
+        mutant(
+            "gemm_tf32x3_wgmma_cols_trunc",
+            "src + (long long)(k0 + 4 * (u % KQ)) * ld",
+            "src + (long long)(k0 + 4 * ((u + 1) % KQ)) * ld",
+            s(256, 256, 96),
+        )
+        .want("FASTLOAD", 1),
     ]);
 }
 

@@ -51,6 +51,9 @@
 #ifndef TRUNC
 #define TRUNC 0
 #endif
+#ifndef FASTLOAD
+#define FASTLOAD 0
+#endif
 #if TRUNC < 0 || TRUNC > 2 || (TRUNC != 0 && !TF32_LATE_CHECK)
 #error "TRUNC must be 0, 1 or 2, and above 0 only with TF32_LATE_CHECK 1"
 #endif
@@ -86,6 +89,27 @@ struct SplitTile {
         PERX = (TASKS + WARPS - 1) / WARPS,
     };
     float4 v[KCONT_ ? PER : COLS ? PERX : 4 * PER4];
+
+    // r contiguous, 4 x 4 block c: its chunk of k and its first row in the tile (consecutive c
+    // alternate two r blocks and walk 4 of k).
+    static __device__ __forceinline__ int block_kq(int c) { return (c >> 1) % KQ; }
+    static __device__ __forceinline__ int block_r(int c)
+    {
+        return 4 * (2 * ((c >> 1) / KQ) + (c & 1));
+    }
+
+    // Calls f(i, c) for each 4 x 4 block c (r contiguous) of the tile this thread handles, its
+    // i-th.
+    template <class F>
+    static __device__ __forceinline__ void each_block(int tid, F f)
+    {
+#pragma unroll
+        for (int i = 0; i < PER4; ++i) {
+            const int c = tid + i * THREADS;
+            if (PER4 * THREADS != PIECES / 4 && c >= PIECES / 4) continue;
+            f(i, c);
+        }
+    }
 
     // Reads the tile whose first row is r0 and first k is k0 (rows below `rows`, k below K).
     __device__ __forceinline__ void load(const float* src, int ld, int rows, int K, int r0,
@@ -125,8 +149,8 @@ struct SplitTile {
 #pragma unroll
             for (int i = 0; i < PER4; ++i) {
                 const int c = tid + i * THREADS;
-                const int kq = (c >> 1) % KQ;
-                const int r = r0 + 4 * (2 * ((c >> 1) / KQ) + (c & 1));
+                const int kq = block_kq(c);
+                const int r = r0 + block_r(c);
                 const bool in = (PER4 * THREADS == PIECES / 4 || c < PIECES / 4) && r < rows;
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
@@ -147,6 +171,49 @@ struct SplitTile {
         }
     }
 
+#if FASTLOAD
+    // Whether load_inside may read a tile of this operand: pieces read as 16 bytes need vec.
+    enum : int { INSIDE_NEEDS_VEC = !COLS };
+
+    // load for a tile wholly inside the matrix (rows r0 .. r0 + ROWS_ - 1 below the matrix's
+    // rows, k0 + BK_ <= K) whose 16-byte pieces may be read whole where they are (vec, unless
+    // read by columns): no bounds checks and no element-by-element fallback.
+    __device__ __forceinline__ void load_inside(const float* src, int ld, int r0, int k0,
+                                                int tid)
+    {
+        if constexpr (KCONT_) {
+#pragma unroll
+            for (int i = 0; i < PER; ++i) {
+                const int c = tid + i * THREADS;
+                if (PER * THREADS != PIECES && c >= PIECES) continue;
+                v[i] = __ldg(reinterpret_cast<const float4*>(
+                    src + (long long)(r0 + c / KQ) * ld + k0 + 4 * (c % KQ)));
+            }
+        } else if constexpr (COLS) {
+#pragma unroll
+            for (int i = 0; i < PERX; ++i) {
+                const int u = (tid >> 5) + i * WARPS;
+                if (PERX * WARPS != TASKS && u >= TASKS) continue;
+                const float* p =
+                    src + (long long)(k0 + 4 * (u % KQ)) * ld + r0 + 32 * (u / KQ) + (tid & 31);
+                v[i].x = __ldg(p);
+                v[i].y = __ldg(p + ld);
+                v[i].z = __ldg(p + 2 * (long long)ld);
+                v[i].w = __ldg(p + 3 * (long long)ld);
+            }
+        } else {
+            each_block(tid, [&](int i, int c) {
+                const int kq = block_kq(c);
+                const int r = r0 + block_r(c);
+#pragma unroll
+                for (int e = 0; e < 4; ++e)
+                    v[4 * i + e] = __ldg(reinterpret_cast<const float4*>(
+                        src + (long long)(k0 + 4 * kq + e) * ld + r));
+            });
+        }
+    }
+#endif
+
     // Issues the cp.async copies of the tile load would read into the ring slot at shared
     // address slot (and its generic pointer slot_ptr); pieces wholly outside are zeroed there.
     __device__ __forceinline__ void issue(unsigned slot, unsigned char* slot_ptr, const float* src,
@@ -163,19 +230,16 @@ struct SplitTile {
                       r < rows, vec, min(K - k, 4));
             }
         } else {
-#pragma unroll
-            for (int i = 0; i < PER4; ++i) {
-                const int c = tid + i * THREADS;
-                if (PER4 * THREADS != PIECES / 4 && c >= PIECES / 4) continue;
-                const int kq = (c >> 1) % KQ;
-                const int r = r0 + 4 * (2 * ((c >> 1) / KQ) + (c & 1));
+            each_block(tid, [&](int, int c) {
+                const int kq = block_kq(c);
+                const int r = r0 + block_r(c);
 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const int k = k0 + 4 * kq + e;
                     piece(slot, slot_ptr, e * (PIECES / 4) + c, src,
                           src + (long long)k * ld + r, k < K, vec, min(rows - r, 4));
                 }
-            }
+            });
         }
     }
 
@@ -229,13 +293,10 @@ struct SplitTile {
                 put(big, small, c / KQ, c % KQ, get(i, c, 0), finite);
             }
         } else {
-#pragma unroll
-            for (int i = 0; i < PER4; ++i) {
-                const int c = tid + i * THREADS;
-                if (PER4 * THREADS != PIECES / 4 && c >= PIECES / 4) continue;
+            each_block(tid, [&](int i, int c) {
                 const float4 x[4] = {get(i, c, 0), get(i, c, 1), get(i, c, 2), get(i, c, 3)};
                 put4(big, small, c, x, finite);
-            }
+            });
         }
     }
 
@@ -243,8 +304,8 @@ struct SplitTile {
     static __device__ __forceinline__ void put4(unsigned char* big, unsigned char* small, int c,
                                                 const float4* x, bool& finite)
     {
-        const int kq = (c >> 1) % KQ;
-        const int r = 4 * (2 * ((c >> 1) / KQ) + (c & 1));
+        const int kq = block_kq(c);
+        const int r = block_r(c);
         put(big, small, r, kq, make_float4(x[0].x, x[1].x, x[2].x, x[3].x), finite);
         put(big, small, r + 1, kq, make_float4(x[0].y, x[1].y, x[2].y, x[3].y), finite);
         put(big, small, r + 2, kq, make_float4(x[0].z, x[1].z, x[2].z, x[3].z), finite);

@@ -1,11 +1,15 @@
 #!/usr/bin/env bash
 # Session 48's plan for the next device time (not run: none was left), one H200:
 #   bash results/runs/session48/plans/next.sh 540
-# Binaries: .gpu48/ as this session built it (scripts/build-gpu.sh's autotune and GPU tests,
-# xz-compressed); rebuild them if the code has changed since.
+# Binaries: autotune and the GPU tests built from this tree (scripts/build-gpu.sh), xz-compressed
+# into .gpu48/ (the ones session 48's calls ran predate FASTLOAD: rebuild them). More than one
+# call's work: the queue goes on where the last call stopped while the machine stays warm.
 # 1. Issue 28: the layer suite untuned through results/tuning.toml (the NT widening of call 4
 #    included; call 3 measured it before).
-# 2. Issue 28: the TN, TT, alpha and beta gemm grids widened with three TRUNC 1 winners of the
+# 2. Issue 28: FASTLOAD (reads without checks, added after the calls): the GPU tests of the four
+#    truncating families, then those families tuned exhaustively again on call 1's problems
+#    into databases of their own (merge them over results/tuning.toml where cargo is).
+# 3. Issue 28: the TN, TT, alpha and beta gemm grids widened with three TRUNC 1 winners of the
 #    truncating families each (cover --add-winners; about 80-140 s each on session 47's
 #    figures for the same step).
 # `cover --add-winners` adds only winners that may serve shapes nobody tuned (TRUNC 1, chains of
@@ -20,7 +24,7 @@
 set -uo pipefail
 LIMIT=${1:-540}
 for f in .gpu48/*.xz; do [ -f "${f%.xz}" ] || xz -d -k -f "$f"; done
-mkdir -p .gpu && cp -f .gpu48/autotune .gpu/ && chmod +x .gpu/autotune
+mkdir -p .gpu && cp -f .gpu48/autotune .gpu48/gpu-tests .gpu/ && chmod +x .gpu/autotune .gpu/gpu-tests
 Q=/tmp/s48next
 source scripts/gpu-queue.sh
 DB=$Q/tuning.toml
@@ -37,6 +41,16 @@ FAM="--family gemm_tf32x3_wgmma_trunc --family gemm_tf32x3_wgmma_cols_trunc --fa
 # The layer suite untuned drops the suite's entries, so the swap above does not touch it.
 step layers-untuned 60 bash -c "$(declare -f without_suite); without_suite $DB configs/suites/gemm-layers.toml $Q/db-nolayers.toml && $AT evaluate --shapes configs/suites/gemm-layers.toml --db $Q/db-nolayers.toml --out $Q/evaluate-gemm-layers-untuned-h200.md --json $Q/evaluate-gemm-layers-untuned-h200.json"
 cp "$Q"/evaluate-*.md "$Q"/evaluate-*.json "$OUT/" 2>/dev/null
+TRUNC_FAMILIES=gemm_tf32x3_wgmma_trunc,gemm_tf32x3_wgmma_cols_trunc,gemm_tf32x3_wgmma_splitk_trunc,gemm_tf32x3_wgmma_cols_splitk_trunc
+step tests 200 env AUTOTUNE_TF32X3_FAMILIES=$TRUNC_FAMILIES .gpu/gpu-tests --include-ignored tf32x3
+R=results/runs/session48
+step fast-nn 240 "$AT" tune --suite $R/trunc-nn-shapes.toml \
+  --family gemm_tf32x3_wgmma_cols_trunc --family gemm_tf32x3_wgmma_cols_splitk_trunc \
+  --strategy exhaustive --time 60s --db "$Q/fast-nn.toml" --summary "$Q/fast-nn.md" --journal-dir "$Q/journals"
+step fast-nt 170 "$AT" tune --suite $R/trunc-nt-shapes.toml \
+  --family gemm_tf32x3_wgmma_trunc --family gemm_tf32x3_wgmma_splitk_trunc \
+  --strategy exhaustive --time 60s --db "$Q/fast-nt.toml" --summary "$Q/fast-nt.md" --journal-dir "$Q/journals"
+cp "$Q"/fast-*.toml "$Q"/fast-*.md "$OUT/" 2>/dev/null
 step cover-tn 120 "$AT" cover --op gemm --layout tn --add-winners 3 $FAM --db "$DB"
 cp "$DB" "$OUT/tuning.toml"
 step cover-tt 140 "$AT" cover --op gemm --layout tt --add-winners 3 $FAM --db "$DB"
