@@ -61,6 +61,18 @@ print(len(parts) - len(keep), "entries dropped")
 P
 }
 
+# Makes the executables a plan carries xz-compressed in DIR (e.g. .gpu48, from
+# scripts/build-gpu.sh) runnable from .gpu/, as $AT expects:  carried DIR autotune gpu-tests
+carried() { # dir name...
+  local dir=$1 name
+  shift
+  mkdir -p .gpu
+  for name in "$@"; do
+    [ -f "$dir/$name" ] || xz -d -k -f "$dir/$name.xz" || return 1
+    cp -f "$dir/$name" .gpu/ && chmod +x ".gpu/$name" || return 1
+  done
+}
+
 finish() {
   echo "done: $(ls "$Q/done" | tr '\n' ' ')"
   [ -n "${OUT:-}" ] && tar czf "$OUT/$(basename "$Q").tgz" -C "$(dirname "$Q")" "$(basename "$Q")"

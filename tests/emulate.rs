@@ -52,11 +52,7 @@ fn s(m: u64, n: u64, k: u64) -> Shape {
 
 /// Whether `family`'s space offers a config on `shape` (for sm_90).
 fn offers(family: &Family, shape: Shape) -> bool {
-    let limits = Limits::for_arch(90).unwrap();
-    family
-        .space
-        .prune(shape, &limits)
-        .is_ok_and(|p| !p.valid.is_empty())
+    common::offered(family, shape, &Limits::for_arch(90).unwrap()).unwrap_or(false)
 }
 
 /// The problems each family runs on: the op's edges; GEMV-shaped families' few rows or

@@ -58,12 +58,7 @@ fn validate_every_config(op: Op, list: &[&str]) {
 
 /// Whether `family`'s space offers a config for `shape` on `dev`.
 fn offers(dev: &Device, family: &Family, shape: &Shape) -> bool {
-    !family
-        .space
-        .prune(*shape, &dev.info.limits)
-        .unwrap()
-        .valid
-        .is_empty()
+    common::offered(family, *shape, &dev.info.limits).unwrap()
 }
 
 /// Validates every valid config of `cat`'s families of `op` (those named in `only`, or all) on

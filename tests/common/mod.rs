@@ -46,6 +46,19 @@ pub const TF32X3_FAMILIES: [&str; 13] = [
     "gemm_tf32x3_wgmma_trunc",
 ];
 
+/// Whether `family`'s space offers a config for `shape` under `limits` (an error: the space
+/// could not be evaluated there; each caller says what that means to it).
+pub fn offered(
+    family: &autotune::family::catalog::Family,
+    shape: Shape,
+    limits: &autotune::gpu::Limits,
+) -> Result<bool, autotune::family::space::SpaceError> {
+    family
+        .space
+        .prune(shape, limits)
+        .map(|p| !p.valid.is_empty())
+}
+
 /// The config of the smallest tiles among `valid` (64 x 64 where offered, else the fewest
 /// elements): several blocks on [`SPECIAL_MNK`], some of them clean.
 pub fn smallest_tile(valid: &[autotune::family::space::Config]) -> autotune::family::space::Config {

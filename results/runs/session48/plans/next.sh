@@ -23,10 +23,9 @@
 # 0.972x, first), then scripts/loo-table.sh and scripts/results-readme.sh.
 set -uo pipefail
 LIMIT=${1:-540}
-for f in .gpu48/*.xz; do [ -f "${f%.xz}" ] || xz -d -k -f "$f"; done
-mkdir -p .gpu && cp -f .gpu48/autotune .gpu48/gpu-tests .gpu/ && chmod +x .gpu/autotune .gpu/gpu-tests
 Q=/tmp/s48next
 source scripts/gpu-queue.sh
+carried .gpu48 autotune gpu-tests || exit 1
 DB=$Q/tuning.toml
 if [ ! -f "$DB" ]; then
   python3 - results/tuning.toml "$Q/no-trunc2.toml" <<'P'
@@ -51,13 +50,11 @@ step fast-nt 170 "$AT" tune --suite $R/trunc-nt-shapes.toml \
   --family gemm_tf32x3_wgmma_trunc --family gemm_tf32x3_wgmma_splitk_trunc \
   --strategy exhaustive --time 60s --db "$Q/fast-nt.toml" --summary "$Q/fast-nt.md" --journal-dir "$Q/journals"
 cp "$Q"/fast-*.toml "$Q"/fast-*.md "$OUT/" 2>/dev/null
-step cover-tn 120 "$AT" cover --op gemm --layout tn --add-winners 3 $FAM --db "$DB"
-cp "$DB" "$OUT/tuning.toml"
-step cover-tt 140 "$AT" cover --op gemm --layout tt --add-winners 3 $FAM --db "$DB"
-cp "$DB" "$OUT/tuning.toml"
-step cover-alpha 140 "$AT" cover --op gemm --alpha 2 --add-winners 3 $FAM --db "$DB"
-cp "$DB" "$OUT/tuning.toml"
-step cover-beta 140 "$AT" cover --op gemm --beta 1 --add-winners 3 $FAM --db "$DB"
-cp "$DB" "$OUT/tuning.toml"
+# name, estimate (s), the grid's form
+for grid in "tn 120 --layout tn" "tt 140 --layout tt" "alpha 140 --alpha 2" "beta 140 --beta 1"; do
+  set -- $grid
+  step "cover-$1" "$2" "$AT" cover --op gemm "$3" "$4" --add-winners 3 $FAM --db "$DB"
+  cp "$DB" "$OUT/tuning.toml"
+done
 cp "$Q/summary.txt" "$OUT/" 2>/dev/null
 finish
