@@ -61,6 +61,20 @@ print(len(parts) - len(keep), "entries dropped")
 P
 }
 
+# Writes to $3 the database $1 without the entries whose params set $2 (e.g. 'TRUNC = 2'):
+#   without_param results/tuning.toml 'TRUNC = 2' $Q/no-trunc2.toml
+without_param() { # db assignment out
+  python3 - "$1" "$2" "$3" <<'P'
+import re, sys
+db, assignment, dst = sys.argv[1:]
+parts = re.split(r'(?m)^(?=\[\[)', open(db).read())
+hit = re.compile(r'(?m)^params = .*\b%s\b' % re.escape(assignment))
+keep = [p for p in parts if not (p.startswith("[[entry]]") and hit.search(p))]
+open(dst, "w").write("".join(keep))
+print(len(parts) - len(keep), "entries dropped")
+P
+}
+
 # Makes the executables a plan carries xz-compressed in DIR (e.g. .gpu48, from
 # scripts/build-gpu.sh) runnable from .gpu/, as $AT expects:  carried DIR autotune gpu-tests
 carried() { # dir name...
@@ -71,6 +85,16 @@ carried() { # dir name...
     [ -f "$dir/$name" ] || xz -d -k -f "$dir/$name.xz" || return 1
     cp -f "$dir/$name" .gpu/ && chmod +x ".gpu/$name" || return 1
   done
+}
+
+# The machine may go back between two calls (it is released after a short idle time), and a
+# fresh one starts with $Q empty. Carrying the archive `finish` left in the last call's $OUT
+# (copied into the carried folder) lets the plan go on where that call stopped instead of
+# running its finished steps again:  resume_from .gpu49/s49next.tgz
+resume_from() { # archive
+  [ -n "$(ls -A "$Q/done")" ] && return 0
+  [ -f "$1" ] || return 0
+  tar xzf "$1" -C "$(dirname "$Q")" && echo "resumed $Q from $1: done $(ls "$Q/done" | tr '\n' ' ')"
 }
 
 finish() {

@@ -335,6 +335,27 @@ fn widening_appends_each_new_config_at_its_ratio_to_the_cublas_of_its_own_run() 
 }
 
 #[test]
+fn a_widened_record_is_dated_when_it_was_widened() {
+    // A merge keeps the newer of two records of one grid: the widened one must be newer than
+    // the record it widened, or a merge may bring back the narrower one.
+    let cat = Catalog::builtin().unwrap();
+    let base = coverage_of("G", &[c(1)], &[("64x64x64", 1.0, &[2.0])]);
+    let fresh = super::widen::widening_record(&cat, &base, &[c(2)]);
+    assert!(
+        fresh.date > base.date,
+        "{} not after {}",
+        fresh.date,
+        base.date
+    );
+    assert_eq!(fresh.tool_version, env!("CARGO_PKG_VERSION"));
+    assert!(fresh.points.is_empty());
+    assert_eq!(fresh.configs.len(), 1);
+    assert_eq!(fresh.configs[0].params["BM"], 2);
+    let widened = append_configs(&base, &fresh);
+    assert_eq!(widened.date, fresh.date);
+}
+
+#[test]
 fn the_winners_a_coverage_lacks_are_added_fastest_first() {
     let cat = Catalog::builtin().unwrap();
     let gpu = "NVIDIA Test GPU";

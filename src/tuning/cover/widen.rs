@@ -9,6 +9,7 @@ use crate::cuda::nvrtc;
 use crate::db::Coverage;
 use crate::family::catalog::Catalog;
 use crate::family::space::Config;
+use crate::plan::outcome::utc_now_rfc3339;
 use crate::tuning::devices::Devices;
 
 /// The configs [`widen`] adds to `base`: this GPU's current tuned winners of the op whose
@@ -70,9 +71,7 @@ pub fn widen(
         shapes.len(),
         configs.len()
     ));
-    let mut fresh = base.clone();
-    fresh.configs = coverage_configs(catalog, configs);
-    fresh.points.clear();
+    let fresh = widening_record(catalog, base, configs);
     // Progress news only: no checkpoint of a record that holds the new configs alone.
     let news = |line: &str| progress.note(line);
     let measured = measure_grid(
@@ -82,6 +81,18 @@ pub fn widen(
         coverage: append_configs(base, &measured.coverage),
         usage: measured.usage,
     })
+}
+
+/// The record a widening measures into: `base`'s GPU and form with `configs` alone, no points
+/// yet, dated now. The widened record takes this date, so that a merge keeps it over the
+/// narrower `base` (of two records of one grid, a merge keeps the newer).
+pub(super) fn widening_record(catalog: &Catalog, base: &Coverage, configs: &[Config]) -> Coverage {
+    let mut fresh = base.clone();
+    fresh.configs = coverage_configs(catalog, configs);
+    fresh.points.clear();
+    fresh.date = utc_now_rfc3339();
+    fresh.tool_version = env!("CARGO_PKG_VERSION").to_string();
+    fresh
 }
 
 /// `base` with the configs of `added` (its points: some or all of `base`'s, timed for those
