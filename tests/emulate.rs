@@ -593,8 +593,8 @@ fn tf32x3_wgmma_cols_faults_are_caught() {
 /// (TRUNC 2), and a big part kept whole so that the rest is zero and the tensor cores drop its
 /// low bits (TRUNC 1), fail validation, as does the latter in the plain-layout family that reads
 /// B by columns (gemm_tf32x3_wgmma_cols_trunc). So do the unchecked reads of tiles inside the
-/// matrices (FASTLOAD 1) with a piece of a k-contiguous row taken from the next chunk, or a
-/// column read from the next chunk of k.
+/// matrices (FASTLOAD 1 and 2) with a piece of a k-contiguous row taken from the next chunk, or
+/// a column read from the next chunk of k.
 #[test]
 #[ignore = "needs g++: bash scripts/test.sh runs them"]
 fn tf32x3_wgmma_trunc_faults_are_caught() {
@@ -639,6 +639,14 @@ fn tf32x3_wgmma_trunc_faults_are_caught() {
             s(256, 256, 96),
         )
         .want("FASTLOAD", 1),
+        // FASTLOAD 2 (the same reads, their inputs hidden from the optimizer) on a split K.
+        mutant(
+            "gemm_tf32x3_wgmma_splitk_trunc",
+            "* ld + k0 + 4 * (c % KQ)));",
+            "* ld + k0 + 4 * ((c + 1) % KQ)));",
+            s(256, 256, 512),
+        )
+        .want("FASTLOAD", 2),
     ]);
 }
 

@@ -8,6 +8,7 @@ use autotune::cuda::isolate;
 use autotune::cuda::nvrtc::{self, DiskCache};
 use autotune::db::Database;
 use autotune::family::catalog::Catalog;
+use autotune::family::expr::Expr;
 use autotune::family::math::MathFilter;
 use autotune::plan::outcome::{DrySelection, TuneReport};
 use autotune::problem::{Op, Shape};
@@ -75,6 +76,11 @@ pub(super) struct TuneArgs {
     /// Tune only this family (repeatable); default: every family of the op.
     #[arg(long = "family", value_name = "NAME", help_heading = "Search")]
     families: Vec<String>,
+    /// Tune only the configs that meet this condition (repeatable), an expression of the
+    /// spaces' language over a family's parameters, e.g. "FASTLOAD == 2" or "BM >= 128 && BK ==
+    /// 32"; every family tuned must know its names (name them with --family).
+    #[arg(long = "where", value_name = "EXPR", value_parser = parse_condition, help_heading = "Search")]
+    conditions: Vec<Expr>,
     /// Tune only deterministic families, whose kernels give bit-identical results on every run
     /// (no atomic accumulation: e.g. gemm_warptile_splitk_det instead of
     /// gemm_warptile_splitk); the database records which entries are.
@@ -329,6 +335,7 @@ fn dry_run(
             shape,
             arch,
             &args.families,
+            &args.conditions,
             if args.covering {
                 DrySelection::Covering
             } else {
@@ -386,6 +393,7 @@ fn session_options(
         seed: args.timing.seed,
         timing: args.timing.settings(),
         families: args.families.clone(),
+        conditions: args.conditions.clone(),
         budget: args.budget.map(|b| b as usize),
         isolation: args.run.isolation()?,
         journal: None,
@@ -761,6 +769,11 @@ impl Progress for Bars {
     fn finish(&self, phase: Phase) {
         self.with(phase, |b| b.finish_with_message("done"));
     }
+}
+
+/// `--where`: a condition in the spaces' expression language.
+fn parse_condition(text: &str) -> Result<Expr, String> {
+    Expr::parse(text).map_err(|e| e.to_string())
 }
 
 /// The families: those under `spaces` (`--spaces DIR`), else the built-in ones.

@@ -696,6 +696,25 @@ impl Space {
             .map(|c| format!("untuned constraint '{}'", c.text())))
     }
 
+    /// The first of `conditions` (a run's own narrowing of the space, `autotune tune --where`)
+    /// that `config` does not meet on `shape`, as its text, or `None` if it meets them all; an
+    /// error names the family when a condition uses a name its space does not know.
+    pub fn unmet_condition(
+        &self,
+        config: &Config,
+        shape: Shape,
+        limits: &Limits,
+        conditions: &[Expr],
+    ) -> Result<Option<String>, SpaceError> {
+        if conditions.is_empty() {
+            return Ok(None);
+        }
+        let env = self.env(config, shape, limits)?;
+        Ok(self
+            .first_unmet(conditions, &env, "--where")?
+            .map(|c| c.text().to_string()))
+    }
+
     /// The first of `exprs` that is zero in `env` (or fails arithmetic there: unmet too);
     /// an error for an expression that cannot be evaluated at all (`what` names the list).
     fn first_unmet<'a>(

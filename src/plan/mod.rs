@@ -9,6 +9,7 @@ pub mod model;
 pub mod outcome;
 
 use crate::family::catalog::{Catalog, Source};
+use crate::family::expr::Expr;
 use crate::family::space::{Config, Launch, Limits, SpaceError};
 use crate::problem::{Op, Shape};
 use serde::Serialize;
@@ -78,6 +79,21 @@ pub fn plan(
     limits: &Limits,
     families: &[String],
 ) -> Result<(Vec<FamilyCount>, Vec<Planned>), PlanError> {
+    plan_where(catalog, op, shape, limits, families, &[])
+}
+
+/// [`plan`] with only the configs that meet every one of `conditions` (expressions of the
+/// space's language over the family's parameters, derived values and the shape, e.g.
+/// `FASTLOAD == 2`: a run that times part of a space). The others count as rejected by the
+/// condition they fail; a condition that names what a chosen family lacks is an error.
+pub fn plan_where(
+    catalog: &Catalog,
+    op: Op,
+    shape: Shape,
+    limits: &Limits,
+    families: &[String],
+    conditions: &[Expr],
+) -> Result<(Vec<FamilyCount>, Vec<Planned>), PlanError> {
     let chosen: Vec<_> = catalog
         .for_op(op)
         .filter(|f| families.is_empty() || families.iter().any(|n| n == f.name()))
@@ -102,13 +118,24 @@ pub fn plan(
     let mut planned = Vec::new();
     for fam in chosen {
         let pruned = fam.space.prune(shape, limits)?;
+        let mut rejected_by = pruned.rejected_by;
+        let mut valid = Vec::with_capacity(pruned.valid.len());
+        for config in pruned.valid {
+            match fam
+                .space
+                .unmet_condition(&config, shape, limits, conditions)?
+            {
+                None => valid.push(config),
+                Some(c) => *rejected_by.entry(format!("--where '{c}'")).or_insert(0) += 1,
+            }
+        }
         counts.push(FamilyCount {
             family: fam.name().to_string(),
             total: pruned.total,
-            valid: pruned.valid.len(),
-            rejected_by: pruned.rejected_by.clone(),
+            valid: valid.len(),
+            rejected_by,
         });
-        for config in pruned.valid {
+        for config in valid {
             let kernel = match fam.kernel(&config, shape, limits) {
                 Ok(k) => k,
                 // Grid too large for this shape: not a candidate here.
@@ -155,6 +182,47 @@ mod tests {
         assert!(matches!(
             plan(&cat, Op::Gemm, shape, &limits, &["nope".into()]),
             Err(PlanError::NoFamily { .. })
+        ));
+    }
+
+    /// `--where` narrows a family's configs to those meeting it, counts the others as rejected
+    /// by it, and names the family when it uses a name the family's space lacks.
+    #[test]
+    fn conditions_keep_the_configs_that_meet_them() {
+        let cat = Catalog::builtin().unwrap();
+        let limits = Limits::for_arch(90).unwrap();
+        let shape = Shape::mnk(1024, 1024, 1024);
+        let fam = ["gemm_tf32x3_wgmma_trunc".to_string()];
+        let (all, every) = plan(&cat, Op::Gemm, shape, &limits, &fam).unwrap();
+        let cond = [Expr::parse("FASTLOAD == 2 && BM >= 128").unwrap()];
+        let (some, planned) = plan_where(&cat, Op::Gemm, shape, &limits, &fam, &cond).unwrap();
+        assert!(!planned.is_empty() && planned.len() < every.len());
+        assert!(planned
+            .iter()
+            .all(|p| p.config.params["FASTLOAD"] == 2 && p.config.params["BM"] >= 128));
+        let meets = every
+            .iter()
+            .filter(|p| p.config.params["FASTLOAD"] == 2 && p.config.params["BM"] >= 128)
+            .count();
+        assert_eq!(planned.len(), meets);
+        assert_eq!(some[0].valid, meets);
+        assert_eq!(some[0].total, all[0].total);
+        let left_out = some[0].rejected_by["--where 'FASTLOAD == 2 && BM >= 128'"];
+        assert_eq!(left_out, all[0].valid - meets);
+        // gemm_tiled has no FASTLOAD.
+        let both = ["gemm_tiled".to_string(), fam[0].clone()];
+        let err = plan_where(&cat, Op::Gemm, shape, &limits, &both, &cond)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("gemm_tiled") && err.contains("FASTLOAD"),
+            "{err}"
+        );
+        // Nothing meets it: the usual error for a shape without a config.
+        let none = [Expr::parse("BM > 100000").unwrap()];
+        assert!(matches!(
+            plan_where(&cat, Op::Gemm, shape, &limits, &fam, &none),
+            Err(PlanError::NothingValid { .. })
         ));
     }
 

@@ -7,12 +7,13 @@ use crate::cuda::isolate::WorkerSettings;
 use crate::cuda::nvrtc::{self, CompileError, Compiled, DiskCache};
 use crate::family::catalog::{Catalog, Source};
 use crate::family::covering;
+use crate::family::expr::Expr;
 use crate::family::space::Limits;
 use crate::gpu::Arch;
 use crate::measure::outcome::{Failure, Measured, Stage};
 use crate::measure::timing::TimingSettings;
 use crate::plan::outcome::{CandidateResult, DryRunFamily, DryRunReport, DrySelection, TuneReport};
-use crate::plan::{plan, PlanError, Planned};
+use crate::plan::{plan, plan_where, PlanError, Planned};
 use crate::problem::{Op, Shape};
 use crate::search::{self, Strategy, Trial};
 use crate::tuning::evaluator::Evaluator;
@@ -80,6 +81,8 @@ pub struct TuneOptions {
     pub timing: TimingSettings,
     /// Only these families (all of the op's when empty).
     pub families: Vec<String>,
+    /// Only the configs that meet each of these (`--where`; [`crate::plan::plan_where`]).
+    pub conditions: Vec<Expr>,
     /// Stop after this many evaluations.
     pub budget: Option<usize>,
     /// Run candidates in worker processes (`None`: in this process, where a faulting kernel
@@ -106,6 +109,7 @@ impl Default for TuneOptions {
             seed: 0x5EED,
             timing: TimingSettings::default(),
             families: Vec::new(),
+            conditions: Vec::new(),
             budget: None,
             isolation: None,
             journal: None,
@@ -171,7 +175,14 @@ pub fn tune(
     progress: &dyn Progress,
 ) -> Result<TuneReport, TuneError> {
     let start = Instant::now();
-    let (families, planned) = plan(catalog, op, shape, &dev.info.limits, &opts.families)?;
+    let (families, planned) = plan_where(
+        catalog,
+        op,
+        shape,
+        &dev.info.limits,
+        &opts.families,
+        &opts.conditions,
+    )?;
     let machine = crate::plan::model::Machine::for_device(&dev.info);
     // What the search sees of each candidate: family, parameters and model estimate.
     let (planned, space) = model_first(catalog, planned, op, shape, &dev.info.limits, &machine);
@@ -555,6 +566,7 @@ pub fn dry_run(
     shape: Shape,
     target: impl Into<nvrtc::Target>,
     families: &[String],
+    conditions: &[Expr],
     selection: DrySelection,
     cache: &nvrtc::Cache,
     disk: Option<&DiskCache>,
@@ -564,7 +576,7 @@ pub fn dry_run(
     let arch = target.arch();
     let start = Instant::now();
     let limits = Limits::for_arch(arch.number() as i64).ok_or(TuneError::UnknownArch { arch })?;
-    let (counts, mut planned) = plan(catalog, op, shape, &limits, families)?;
+    let (counts, mut planned) = plan_where(catalog, op, shape, &limits, families, conditions)?;
     if selection == DrySelection::Covering {
         planned = covering_set(planned);
     }

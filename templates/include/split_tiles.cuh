@@ -57,6 +57,20 @@
 #if TRUNC < 0 || TRUNC > 2 || (TRUNC != 0 && !TF32_LATE_CHECK)
 #error "TRUNC must be 0, 1 or 2, and above 0 only with TF32_LATE_CHECK 1"
 #endif
+#if FASTLOAD < 0 || FASTLOAD > 2
+#error "FASTLOAD must be 0, 1 or 2"
+#endif
+#if FASTLOAD == 2
+// FASTLOAD 2: as 1, and each read (load, load_inside) takes its inputs (pointer, leading
+// dimension, extents, first row, thread) through an empty asm, so that the addresses of its
+// pieces are computed again for each K tile. Otherwise ptxas keeps them from one tile to the
+// next (they differ only by k0), 16-32 registers that a 128 x 128 tile with two accumulator
+// sets cannot spare: with NVRTC 13.0 the shipped 128 x 128 x 32 NN kernel used 255 registers
+// and 176 bytes of local memory, and with this 212 and none, at the same count of instructions
+// in its K loop (results/runs/session49). The asm emits nothing.
+static __device__ __forceinline__ void opaque(int& x) { asm volatile("" : "+r"(x)); }
+static __device__ __forceinline__ void opaque(const float*& p) { asm volatile("" : "+l"(p)); }
+#endif
 #if TRUNC != 0
 // x = big + small with big truncated (TRUNC above).
 static __device__ __forceinline__ void split_tf32_trunc(float x, unsigned& big, unsigned& small)
@@ -115,6 +129,9 @@ struct SplitTile {
     __device__ __forceinline__ void load(const float* src, int ld, int rows, int K, int r0,
                                          int k0, bool vec, int tid)
     {
+#if FASTLOAD == 2
+        opaque(src), opaque(ld), opaque(rows), opaque(K), opaque(r0), opaque(tid);
+#endif
         if constexpr (KCONT_) {
 #pragma unroll
             for (int i = 0; i < PER; ++i) {
@@ -181,6 +198,9 @@ struct SplitTile {
     __device__ __forceinline__ void load_inside(const float* src, int ld, int r0, int k0,
                                                 int tid)
     {
+#if FASTLOAD == 2
+        opaque(src), opaque(ld), opaque(r0), opaque(tid);
+#endif
         if constexpr (KCONT_) {
 #pragma unroll
             for (int i = 0; i < PER; ++i) {

@@ -483,6 +483,32 @@ fn a_negative_shape_gets_the_shape_error() {
     }
 }
 
+/// `--where` takes an expression of the spaces' language: one that does not parse is a usage
+/// error, and one naming a parameter a chosen family lacks fails before anything is compiled,
+/// naming the family.
+#[test]
+fn where_conditions_are_checked_before_any_work() {
+    common::check_usage(
+        &run(&["--shape", "64x64x64", "--where", "FASTLOAD =="]),
+        &["--where <EXPR>", "cannot parse expression 'FASTLOAD =='"],
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    common::fails_with(
+        &[
+            "--shape",
+            "256x256x256",
+            "--dry-run",
+            "--arch",
+            "sm_90",
+            "--family",
+            "gemm_tiled",
+            "--where",
+            "FASTLOAD == 2",
+        ],
+        &["space 'gemm_tiled'", "unknown name 'FASTLOAD'"],
+    );
+}
+
 /// `--covering` chooses what a dry run compiles, so without `--dry-run` it is a usage error
 /// (before any GPU or NVRTC work), and `tune --help` lists it under the dry run's heading.
 #[test]
