@@ -64,10 +64,10 @@
 // FASTLOAD 2: as 1, and each read (load, load_inside) takes its inputs (pointer, leading
 // dimension, extents, first row, thread) through an empty asm, so that the addresses of its
 // pieces are computed again for each K tile. Otherwise ptxas keeps them from one tile to the
-// next (they differ only by k0), 16-32 registers that a 128 x 128 tile with two accumulator
-// sets cannot spare: with NVRTC 13.0 the shipped 128 x 128 x 32 NN kernel used 255 registers
-// and 176 bytes of local memory, and with this 212 and none, at the same count of instructions
-// in its K loop (results/runs/session49). The asm emits nothing.
+// next (they differ only by k0), in registers that a 128 x 128 tile with two accumulator sets
+// cannot spare: with NVRTC 13.0 the shipped 128 x 128 x 32 NN kernel used 255 registers and
+// 176 bytes of local memory, and with this 212 and none, at the same count of instructions in
+// its K loop (results/runs/session49). The asm emits nothing.
 static __device__ __forceinline__ void opaque(int& x) { asm volatile("" : "+r"(x)); }
 static __device__ __forceinline__ void opaque(const float*& p) { asm volatile("" : "+l"(p)); }
 #endif
