@@ -601,6 +601,11 @@ fn tf32x3_wgmma_trunc_faults_are_caught() {
     require_gxx();
     let shape = s(64, 128, 160);
     let whole = "big = __float_as_uint(x);";
+    // A piece of a k-contiguous row read from the next chunk, in the unchecked reads.
+    let (row_piece, next_chunk) = (
+        "* ld + k0 + 4 * (c % KQ)));",
+        "* ld + k0 + 4 * ((c + 1) % KQ)));",
+    );
     all_caught(&[
         mutant(
             "gemm_tf32x3_wgmma_trunc",
@@ -627,8 +632,8 @@ fn tf32x3_wgmma_trunc_faults_are_caught() {
         // every dot product as it was).
         mutant(
             "gemm_tf32x3_wgmma_trunc",
-            "* ld + k0 + 4 * (c % KQ)));",
-            "* ld + k0 + 4 * ((c + 1) % KQ)));",
+            row_piece,
+            next_chunk,
             s(256, 256, 96),
         )
         .want("FASTLOAD", 1),
@@ -642,8 +647,8 @@ fn tf32x3_wgmma_trunc_faults_are_caught() {
         // FASTLOAD 2 (the same reads, their inputs hidden from the optimizer) on a split K.
         mutant(
             "gemm_tf32x3_wgmma_splitk_trunc",
-            "* ld + k0 + 4 * (c % KQ)));",
-            "* ld + k0 + 4 * ((c + 1) % KQ)));",
+            row_piece,
+            next_chunk,
             s(256, 256, 512),
         )
         .want("FASTLOAD", 2),
