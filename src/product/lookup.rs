@@ -24,7 +24,7 @@
 //! promise in one place ([`Choice::beats_cublas`]): our kernel runs only where evidence of this
 //! GPU on this problem says it beats cuBLAS, an exact entry measured at least as fast, or a
 //! prediction from a grid of the same form whose least favourable neighbour says it is clearly
-//! faster ([`crate::product::select::GUARD_MARGIN`]). Everything else, rules 3 to 6 included
+//! faster ([`crate::product::select::guard_margin`]). Everything else, rules 3 to 6 included
 //! (they carry no evidence about cuBLAS on this problem), says to call cuBLAS
 //! ([`Choice::vendor`]); the config stays in the choice for `explain` and the exports.
 //!
@@ -118,6 +118,8 @@ pub struct Prediction {
     /// The chosen config's time over cuBLAS's as the least favourable neighbour predicts it
     /// (what the vendor guard reads).
     pub doubt: f64,
+    /// The most doubt the guard accepts for the op ([`crate::product::select::guard_margin`]).
+    pub margin: f64,
     /// The same as the neighbours' weighted geometric mean says it ([`Ranking::evidence`]).
     pub evidence: f64,
     /// How much the neighbours disagree ([`Ranking::spread`]).
@@ -183,7 +185,7 @@ impl Choice {
     /// this GPU for this very problem (its shape and form) says the config beats cuBLAS. Only
     /// two rules carry such evidence: an exact entry that ran at least as fast as cuBLAS, and a
     /// prediction from a coverage grid of the problem's form whose least favourable neighbour
-    /// still says it is faster ([`crate::product::select::GUARD_MARGIN`]). A nearest tuned
+    /// still says it is faster ([`crate::product::select::guard_margin`]). A nearest tuned
     /// shape, another GPU's entry and the built-in default say nothing about cuBLAS on this
     /// problem (a config tuned for 2048 tokens runs 50x slower than cuBLAS on one), so with the
     /// vendor guard on they never launch: the problem goes to cuBLAS. A measurement that is not
@@ -191,7 +193,7 @@ impl Choice {
     pub fn beats_cublas(&self) -> bool {
         match (self.rule, &self.entry, &self.prediction) {
             (Rule::Exact, Some(e), _) => e.vs_cublas >= 1.0,
-            (Rule::Predicted, _, Some(p)) => p.doubt <= crate::product::select::GUARD_MARGIN,
+            (Rule::Predicted, _, Some(p)) => p.doubt <= p.margin,
             _ => false,
         }
     }
@@ -708,6 +710,7 @@ fn predicted(
             ms: best.ms,
             cublas_ms: ranking.cublas_ms,
             doubt: ranking.doubt,
+            margin: ranking.margin,
             evidence: ranking.evidence,
             spread: ranking.spread,
             index: best.index,

@@ -14,7 +14,7 @@
 //! (`max(flops / peak, bytes / bandwidth)` plus a launch). The config with the smallest
 //! predicted time wins; the vendor guard keeps it only if the neighbours' evidence, their
 //! mean plus their spread (half of it on a gemm call cuBLAS takes 0.1 ms or more for),
-//! predicts it at most [`GUARD_MARGIN`] of cuBLAS's time ([`Ranking::doubt`]); where it does
+//! predicts it at most [`guard_margin`] of cuBLAS's time ([`Ranking::doubt`]); where it does
 //! not, the least doubted of the next fastest ([`ALTERNATIVES`]) wins if the guard keeps that
 //! one. Shapes whose rows are not multiples of 4 floats (no 16-byte copies) are interpolated
 //! mostly from grid points like them (`ALIGN_WEIGHT`).
@@ -63,6 +63,27 @@ const ALIGN_WEIGHT: f64 = 1.4;
 /// where our kernels won on 18: held-out shapes lie between grid points, where one far
 /// neighbour of eight is enough to veto.
 pub const GUARD_MARGIN: f64 = 0.96;
+/// The same for a gemv call: stricter, since a gemv nobody tuned mostly takes 5-10
+/// microseconds, where the neighbours' times differ by their timing's own resolution.
+///
+/// Chosen without a GPU on the 2172 recorded random gemv problems of the 40 evaluations of
+/// seeds 2026-3142 (H100 and H200; each problem's choice from today's grids, scored with the
+/// times measured there; a veto counted as cuBLAS): at 0.96, 26 problems ran below 0.97x cuBLAS
+/// (gemv_warp_row and gemv_general on calls of 5-7 microseconds, most at 0.90-0.97x) and 9 of the
+/// 40 evaluations had a geomean of at least 1.05x with none below 0.97x; at 0.94, 16 below and
+/// 13 evaluations (geomean of all 1.057x -> 1.053x); 0.92 left 11 below but 10 evaluations,
+/// and a stricter margin on short calls alone (below 8-12 microseconds) fewer evaluations still.
+/// Fresh seeds on a GPU check it.
+pub const GUARD_MARGIN_GEMV: f64 = 0.94;
+
+/// The most doubt ([`Ranking::doubt`]) the guard accepts on a call of `op`: [`GUARD_MARGIN`],
+/// or for gemv [`GUARD_MARGIN_GEMV`].
+pub fn guard_margin(op: Op) -> f64 {
+    match op {
+        Op::Gemm => GUARD_MARGIN,
+        Op::Gemv => GUARD_MARGIN_GEMV,
+    }
+}
 /// How many standard deviations of the neighbours' evidence (log space, weighted) the guard
 /// adds to their mean ([`GUARD_MARGIN`], [`guard_spread`]) on a short call.
 pub const GUARD_SPREAD: f64 = 1.0;
@@ -148,6 +169,8 @@ pub struct Ranking {
     /// multiples or not, for A, B and C alike), whose times are of other loads, and where that
     /// deviation is above [`GUARD_MAX_SPREAD`].
     pub doubt: f64,
+    /// The most doubt the guard accepts for this op ([`guard_margin`]).
+    pub margin: f64,
     /// The chosen config's time over cuBLAS's as the neighbours say it: their weighted geometric
     /// mean (infinite where [`Ranking::doubt`] is).
     pub evidence: f64,
@@ -158,9 +181,9 @@ pub struct Ranking {
 
 impl Ranking {
     /// Whether the vendor guard would call cuBLAS: some neighbour's evidence does not say the
-    /// best config is clearly faster ([`GUARD_MARGIN`]).
+    /// best config is clearly faster ([`Ranking::margin`]).
     pub fn prefers_cublas(&self) -> bool {
-        self.configs.is_empty() || self.doubt > GUARD_MARGIN
+        self.configs.is_empty() || self.doubt > self.margin || self.doubt.is_nan()
     }
 }
 
@@ -521,7 +544,8 @@ impl Selector {
             .map_or((f64::INFINITY, f64::INFINITY), |c| judge(c.index));
         // The fastest predicted config is vetoed: the most confident of the next fastest
         // (the smallest doubt) is chosen instead where the guard accepts it.
-        if doubt_of(judged) > GUARD_MARGIN {
+        let margin = guard_margin(self.op);
+        if doubt_of(judged) > margin {
             let alternative = configs
                 .iter()
                 .enumerate()
@@ -529,7 +553,7 @@ impl Selector {
                 .skip(1)
                 .map(|(at, c)| (at, judge(c.index)))
                 .min_by(|a, b| doubt_of(a.1).total_cmp(&doubt_of(b.1)).then(a.0.cmp(&b.0)))
-                .filter(|(_, j)| doubt_of(*j) <= GUARD_MARGIN);
+                .filter(|(_, j)| doubt_of(*j) <= margin);
             if let Some((at, j)) = alternative {
                 let chosen = configs.remove(at);
                 configs.insert(0, chosen);
@@ -542,6 +566,7 @@ impl Selector {
             cublas_ms,
             nearest,
             doubt: doubt_of(judged),
+            margin,
             evidence: mean.exp(),
             spread: sd,
         })

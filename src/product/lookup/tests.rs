@@ -199,6 +199,7 @@ fn a_prediction_launches_only_when_its_least_favourable_neighbour_beats_cublas()
             ms: 0.5,
             cublas_ms: 1.0,
             doubt,
+            margin: crate::product::select::GUARD_MARGIN,
             evidence: 0.5,
             spread: 0.1,
             index: 0,

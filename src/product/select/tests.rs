@@ -225,6 +225,7 @@ fn the_guard_prefers_cublas_unless_clearly_faster() {
         cublas_ms: 1.0,
         nearest: 0.0,
         doubt,
+        margin: GUARD_MARGIN,
         evidence: 0.8,
         spread: 0.1,
     };
@@ -236,10 +237,24 @@ fn the_guard_prefers_cublas_unless_clearly_faster() {
         cublas_ms: 1.0,
         nearest: 0.0,
         doubt: 0.5,
+        margin: GUARD_MARGIN,
         evidence: 0.5,
         spread: 0.0,
     };
     assert!(none.prefers_cublas());
+    // Doubt that is not a number is no evidence.
+    assert!(r(f64::NAN).prefers_cublas());
+    // A gemv call's guard is stricter: doubt a gemm call passes, a gemv call does not.
+    let gemv = Ranking {
+        margin: guard_margin(Op::Gemv),
+        ..r(0.95)
+    };
+    assert!(!r(0.95).prefers_cublas() && gemv.prefers_cublas());
+    assert!(!Ranking {
+        doubt: 0.93,
+        ..gemv
+    }
+    .prefers_cublas());
 }
 
 #[test]
