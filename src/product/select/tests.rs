@@ -197,6 +197,38 @@ fn rows_of_an_alignment_no_neighbour_has_are_no_evidence_for_the_guard() {
 }
 
 #[test]
+fn a_padded_gemv_is_judged_by_the_grids_aligned_rows() {
+    let parse = |op, text| Shape::parse(op, text).unwrap();
+    // A gemv's vectors are one float per row: they never decide its class. Padded rows are
+    // like packed rows of a multiple of 4 floats (a grid point), not unlike every point.
+    let packed = parse(Op::Gemv, "700x1024");
+    for text in ["700x1023:pad", "701x1023:t:pad", "3x5:beta:pad"] {
+        assert_eq!(
+            alignment(Op::Gemv, parse(Op::Gemv, text)),
+            alignment(Op::Gemv, packed),
+            "{text}"
+        );
+    }
+    assert_eq!(
+        alignment(Op::Gemv, parse(Op::Gemv, "700x1023")),
+        [false, true, true]
+    );
+    assert_eq!(
+        alignment(Op::Gemv, parse(Op::Gemv, "700x1023:t")),
+        [false, true, true]
+    );
+    // gemm's vectors are matrices: a padded gemm is aligned, a packed odd N is not.
+    assert_eq!(
+        alignment(Op::Gemm, parse(Op::Gemm, "7x701x5:pad")),
+        [true; 3]
+    );
+    assert_eq!(
+        alignment(Op::Gemm, parse(Op::Gemm, "8x701x8")),
+        [true, false, false]
+    );
+}
+
+#[test]
 fn a_config_that_failed_nearby_is_not_predicted_and_a_stale_one_never() {
     let cat = Catalog::builtin().unwrap();
     let (mut cov, _) = coverage(&cat);
