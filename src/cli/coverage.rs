@@ -331,11 +331,36 @@ pub(super) struct EvaluateArgs {
     /// Write every measurement as JSON to this file (one compact line; `--rescore` reads it).
     #[arg(long)]
     json: Option<PathBuf>,
-    /// No GPU: re-score the measurements of an earlier run (its --json file) under the rules
-    /// and database of today, to compare a changed selection on the same numbers. Shapes where
-    /// a rule now picks a config that run never timed are left out of the summaries.
-    #[arg(long, value_name = "FILE", conflicts_with_all = ["random", "shapes", "tune_budget", "quick", "in_process"])]
-    rescore: Option<PathBuf>,
+    /// Evaluate only part K of N of the shapes (`2/3`: the second third, in the order drawn),
+    /// so that one evaluation can run as several shorter ones; `--rescore` reads the parts'
+    /// --json files together.
+    #[arg(long, value_name = "K/N", value_parser = parse_part)]
+    part: Option<(usize, usize)>,
+    /// No GPU: re-score the measurements of an earlier run (its --json file; several files:
+    /// the parts of one run, or runs of one GPU and op, read as one) under the rules and
+    /// database of today, to compare a changed selection on the same numbers. Shapes where a
+    /// rule now picks a config that run never timed are left out of the summaries.
+    #[arg(long, value_name = "FILE", num_args = 1.., conflicts_with_all = ["random", "shapes", "tune_budget", "quick", "in_process", "part"])]
+    rescore: Vec<PathBuf>,
+}
+
+/// `K/N` with 1 <= K <= N.
+fn parse_part(text: &str) -> Result<(usize, usize), String> {
+    let bad = || format!("'{text}': give the part as K/N, 1 <= K <= N (e.g. 1/2)");
+    let (k, n) = text.split_once('/').ok_or_else(bad)?;
+    let k: usize = k.trim().parse().map_err(|_| bad())?;
+    let n: usize = n.trim().parse().map_err(|_| bad())?;
+    if k == 0 || k > n {
+        return Err(bad());
+    }
+    Ok((k, n))
+}
+
+/// Part `k` of `n` of `items`: the `k`-th of `n` runs in order, as even as they can be.
+fn part_of<T>(items: Vec<T>, (k, n): (usize, usize)) -> Vec<T> {
+    let len = items.len();
+    let (start, end) = ((k - 1) * len / n, k * len / n);
+    items.into_iter().skip(start).take(end - start).collect()
 }
 
 fn parse_forms(text: &str) -> Result<autotune::tuning::workload::Forms, String> {
@@ -348,8 +373,8 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
     use autotune::tuning::workload;
     let db = Database::load_existing(&a.db)?;
     let catalog = Catalog::builtin().context("loading the built-in kernel families")?;
-    if let Some(path) = &a.rescore {
-        return rescore(a, path, &db, &catalog);
+    if !a.rescore.is_empty() {
+        return rescore(a, &a.rescore, &db, &catalog);
     }
     let devices = Devices::open(&super::parse_devices(a.devices.as_deref(), a.run.device)?)?;
     let info = devices.info();
@@ -365,6 +390,11 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
             (op, drawn)
         }
         (None, None) => bail!("give --random N or --shapes FILE"),
+    };
+    let drawn = problems.len();
+    let problems = match a.part {
+        Some(part) => part_of(problems, part),
+        None => problems,
     };
     eprintln!(
         "evaluate: {op}, {} shapes on {} ({}, device(s) {:?}), database {}{}; baseline cuBLAS {}",
@@ -406,7 +436,7 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
         eprint!("{}", super::devices_summary(&usage, &cache));
     }
     let source = format!(
-        "{} shapes ({}), seed {}, database `{}`; x cuBLAS is cuBLAS's time over what the product gets, measured in the same process.",
+        "{} shapes ({}{}), seed {}, database `{}`; x cuBLAS is cuBLAS's time over what the product gets, measured in the same process.",
         evals.len(),
         match &a.shapes {
             Some(p) => format!("from {}", p.display()),
@@ -415,6 +445,10 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
                 a.forms.unwrap_or_default()
             ),
         },
+        match a.part {
+            Some((k, n)) => format!("; part {k} of {n} of the {drawn} drawn"),
+            None => String::new(),
+        },
         a.seed,
         a.db.display(),
     );
@@ -422,30 +456,33 @@ pub(super) fn evaluate(a: &EvaluateArgs) -> Result<()> {
 }
 
 /// `autotune evaluate --rescore FILE`: an earlier run's measurements under today's rules.
-fn rescore(
-    a: &EvaluateArgs,
-    path: &std::path::Path,
-    db: &Database,
-    catalog: &Catalog,
-) -> Result<()> {
+fn rescore(a: &EvaluateArgs, paths: &[PathBuf], db: &Database, catalog: &Catalog) -> Result<()> {
     use autotune::tuning::rescore::{rescore, Recorded};
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the recorded evaluation {}", path.display()))?;
-    let rec: Recorded = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is not an evaluation written by `autotune evaluate --json`",
-            path.display()
-        )
-    })?;
+    let mut parts = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("reading the recorded evaluation {}", path.display()))?;
+        let rec: Recorded = serde_json::from_str(&text).with_context(|| {
+            format!(
+                "{} is not an evaluation written by `autotune evaluate --json`",
+                path.display()
+            )
+        })?;
+        parts.push(rec);
+    }
+    let Some(rec) = Recorded::join(parts)? else {
+        bail!("give --rescore the --json file of an evaluation");
+    };
     let evals = rescore(db, catalog, &rec)?;
     let left_out = evals
         .iter()
         .filter(|e| e.chosen.iter().any(|c| !c.measured))
         .count();
+    let names: Vec<String> = paths.iter().map(|p| format!("`{}`", p.display())).collect();
     let source = format!(
-        "{} shapes re-scored without a GPU from the measurements of `{}` (seed {}) under the rules of this build and database `{}`; on {left_out} a policy now picks a config that run did not time, and that policy's summary leaves them out.",
+        "{} shapes re-scored without a GPU from the measurements of {} (seed {}) under the rules of this build and database `{}`; on {left_out} a policy now picks a config that run did not time, and that policy's summary leaves them out.",
         evals.len(),
-        path.display(),
+        names.join(", "),
         rec.seed,
         a.db.display(),
     );

@@ -164,11 +164,41 @@ pub struct ShapeEval {
     /// re-scored offline against the same measurements.
     #[serde(default)]
     pub times: Vec<(String, f64)>,
+    /// With a budget, where a faster config than the runtime's was found: the runtime's kernel
+    /// (first) and the fastest others found, timed again side by side in one fresh session
+    /// (order A B C D D C B A), each with the mean of its two medians (ms). The best of many
+    /// single timings is biased low (each carries a few percent of noise, and the minimum
+    /// picks the luckiest), so the regret reads these instead ([`ShapeEval::regret`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub confirmed: Vec<(String, f64)>,
 }
+
+/// How many of the fastest configs found besides the runtime's are timed again beside it
+/// ([`ShapeEval::confirmed`]).
+pub const CONFIRM_RUNNERS_UP: usize = 3;
 
 impl ShapeEval {
     /// The kernel the runtime chose (guard or not) over the best kernel found: 1 is the best.
+    /// Where the run timed the runtime's kernel again beside the fastest others found
+    /// ([`ShapeEval::confirmed`]), from those times; else from the single timings.
     pub fn regret(&self) -> Option<f64> {
+        let c = self.chosen.get(1)?;
+        if let Some((first, kernel)) = self.confirmed.first() {
+            if *first == config_label(&c.family, &c.params) {
+                let best = self
+                    .confirmed
+                    .iter()
+                    .map(|(_, t)| *t)
+                    .fold(f64::INFINITY, f64::min);
+                return Some(kernel / best);
+            }
+        }
+        self.single_regret()
+    }
+
+    /// [`ShapeEval::regret`] from the single timings alone: the runtime's kernel over the
+    /// fastest time found.
+    pub fn single_regret(&self) -> Option<f64> {
         let kernel = self.chosen.get(1)?.kernel_ms?;
         Some(kernel / self.best_ms?)
     }
@@ -327,17 +357,11 @@ fn evaluate_one(
         .time_configs(dev, catalog, cache, shape, &configs, cublas_error.max)
         .map_err(run_err)?;
     drop(eval);
-    let mut best: Option<(f64, String)> = None;
-    let mut all: Vec<(String, f64)> = Vec::new();
-    let mut consider = |t: f64, what: String| {
-        if best.as_ref().is_none_or(|(b, _)| t < *b) {
-            best = Some((t, what.clone()));
-        }
-        all.push((what, t));
-    };
+    // Every config that ran, with its time, in the order timed.
+    let mut found: Vec<(Config, f64)> = Vec::new();
     for (c, t) in configs.iter().zip(&times) {
         if let Ok(t) = t {
-            consider(*t, config_label(&c.family, &c.params));
+            found.push((c.clone(), *t));
         }
     }
     let mut timed = configs.len();
@@ -369,10 +393,46 @@ fn evaluate_one(
         timed += report.results.len();
         for r in &report.results {
             if let Some(t) = r.median_ms() {
-                consider(t, config_label(&r.family, &r.params));
+                let c = Config {
+                    family: r.family.clone(),
+                    params: r.params.clone(),
+                };
+                found.push((c, t));
             }
         }
     }
+    // The runtime's kernel (the no-guard policy's: the guard only decides whether it runs).
+    let runtime = choices[1].config();
+    let runtime_ms = configs
+        .iter()
+        .position(|x| *x == runtime)
+        .and_then(|i| times[i].as_ref().ok().copied());
+    let confirmed = match (opts.tune_budget, runtime_ms) {
+        (Some(_), Some(ms)) => {
+            let rivals = runners_up(&found, &runtime, ms, CONFIRM_RUNNERS_UP);
+            confirm(
+                dev,
+                catalog,
+                cache,
+                op,
+                problem,
+                opts,
+                &runtime,
+                &rivals,
+                cublas_error.max,
+            )
+            .map_err(run_err)?
+        }
+        _ => Vec::new(),
+    };
+    let best = found
+        .iter()
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .map(|(c, t)| (*t, config_label(&c.family, &c.params)));
+    let all: Vec<(String, f64)> = found
+        .iter()
+        .map(|(c, t)| (config_label(&c.family, &c.params), *t))
+        .collect();
     let chosen = POLICIES
         .iter()
         .zip(&choices)
@@ -396,7 +456,72 @@ fn evaluate_one(
         best: best.map(|b| b.1),
         timed,
         times: all,
+        confirmed,
     })
+}
+
+/// The `n` fastest configs of `found` (each once, its best time) measured faster than
+/// `runtime`'s `runtime_ms`, fastest first; `runtime` itself is never one.
+fn runners_up(found: &[(Config, f64)], runtime: &Config, runtime_ms: f64, n: usize) -> Vec<Config> {
+    let mut faster: Vec<&(Config, f64)> = found
+        .iter()
+        .filter(|(c, t)| c != runtime && *t < runtime_ms)
+        .collect();
+    faster.sort_by(|a, b| a.1.total_cmp(&b.1));
+    let mut out: Vec<Config> = Vec::new();
+    for (c, _) in faster {
+        if out.len() == n {
+            break;
+        }
+        if !out.contains(c) {
+            out.push(c.clone());
+        }
+    }
+    out
+}
+
+/// Times `runtime` and `rivals` again side by side on a fresh session of the problem, in the
+/// order A B C D D C B A (so a drift over the session weighs on each alike): each with the
+/// mean of its two medians, `runtime` first ([`ShapeEval::confirmed`]). Nothing when there
+/// are no rivals; a rival that fails now is left out, and nothing is kept if `runtime` does.
+#[allow(clippy::too_many_arguments)]
+fn confirm(
+    dev: &Device,
+    catalog: &Catalog,
+    cache: &nvrtc::Cache,
+    op: Op,
+    problem: &Problem,
+    opts: &EvaluateOptions,
+    runtime: &Config,
+    rivals: &[Config],
+    cublas_error: f64,
+) -> Result<Vec<(String, f64)>, RunError> {
+    if rivals.is_empty() {
+        return Ok(Vec::new());
+    }
+    let ahead: Vec<Config> = std::iter::once(runtime.clone())
+        .chain(rivals.iter().cloned())
+        .collect();
+    let order: Vec<Config> = ahead.iter().chain(ahead.iter().rev()).cloned().collect();
+    let mut eval = Evaluator::open(
+        dev,
+        op,
+        problem.shape,
+        opts.seed,
+        opts.timing,
+        opts.isolation.as_ref(),
+    )?;
+    let times = eval.time_configs(dev, catalog, cache, problem.shape, &order, cublas_error)?;
+    let n = ahead.len();
+    let mut out = Vec::new();
+    for (i, c) in ahead.iter().enumerate() {
+        if let (Ok(a), Ok(b)) = (&times[i], &times[2 * n - 1 - i]) {
+            out.push((config_label(&c.family, &c.params), (a + b) / 2.0));
+        } else if i == 0 {
+            return Ok(Vec::new());
+        }
+    }
+    Ok(out)
 }
 
 /// The name a config's time is kept under in [`ShapeEval::times`] and `best`: its family and
@@ -417,8 +542,8 @@ pub struct PolicySummary {
 }
 
 /// Summaries of an evaluation: one per policy, and the regrets
-/// ([`ShapeEval::regret`], [`ShapeEval::choice_regret`]).
-pub fn summarize(evals: &[ShapeEval]) -> (Vec<PolicySummary>, [Option<Summary>; 2]) {
+/// ([`ShapeEval::regret`], [`ShapeEval::choice_regret`], [`ShapeEval::single_regret`]).
+pub fn summarize(evals: &[ShapeEval]) -> (Vec<PolicySummary>, [Option<Summary>; 3]) {
     // Each policy over the shapes where its choice has an outcome: all of them in a run; a
     // re-scored shape may have a choice the recorded run never timed ([`Summary::count`]
     // says how many entered).
@@ -460,7 +585,11 @@ pub fn summarize(evals: &[ShapeEval]) -> (Vec<PolicySummary>, [Option<Summary>; 
     };
     (
         policies,
-        [all(1, ShapeEval::regret), all(0, ShapeEval::choice_regret)],
+        [
+            all(1, ShapeEval::regret),
+            all(0, ShapeEval::choice_regret),
+            all(1, ShapeEval::single_regret),
+        ],
     )
 }
 
@@ -497,6 +626,7 @@ mod tests {
             best: None,
             timed: 3,
             times: Vec::new(),
+            confirmed: Vec::new(),
         }
     }
 
@@ -515,5 +645,53 @@ mod tests {
         let choice = regret[1].as_ref().unwrap();
         assert_eq!(choice.count, 3);
         assert!((choice.max - 1.0).abs() < 1e-12, "{choice:?}");
+    }
+
+    #[test]
+    fn the_regret_reads_the_side_by_side_times_of_the_runtimes_kernel_when_there_are_some() {
+        // gemm_general with no params, as chosen() builds it, is the runtime's kernel.
+        let runtime = config_label("gemm_general", &BTreeMap::new());
+        let mut e = shape(Some(1.2), 1.0);
+        assert!((e.regret().unwrap() - 1.2).abs() < 1e-12);
+        // Timed again beside the rival that was 20% faster, it is 5% slower.
+        e.confirmed = vec![(runtime.clone(), 1.05), ("gemm_tile2d BM=64".into(), 1.0)];
+        assert!((e.regret().unwrap() - 1.05).abs() < 1e-12);
+        assert!((e.single_regret().unwrap() - 1.2).abs() < 1e-12);
+        // Faster than every rival the second time: no regret, never below 1.
+        e.confirmed = vec![(runtime, 0.9), ("gemm_tile2d BM=64".into(), 1.0)];
+        assert!((e.regret().unwrap() - 1.0).abs() < 1e-12);
+        // Side-by-side times of another kernel than the one chosen now (a re-scored run whose
+        // rules changed) say nothing of it: the single timings count.
+        e.confirmed = vec![
+            ("gemm_tile2d BM=32".into(), 1.0),
+            ("gemm_tile2d BM=64".into(), 0.5),
+        ];
+        assert!((e.regret().unwrap() - 1.2).abs() < 1e-12);
+        let (_, regret) = summarize(&[e]);
+        assert!((regret[2].as_ref().unwrap().max - 1.2).abs() < 1e-12);
+    }
+
+    #[test]
+    fn runners_up_are_the_fastest_others_measured_faster_each_once() {
+        let c = |bm: i64| Config {
+            family: "gemm_tile2d".into(),
+            params: BTreeMap::from([("BM".to_string(), bm)]),
+        };
+        let found = vec![
+            (c(32), 1.0),
+            (c(64), 0.8),
+            (c(128), 0.9),
+            (c(64), 0.85),
+            (c(16), 0.7),
+            (c(256), 1.1),
+        ];
+        // BM=32 is the runtime's: the faster others, fastest first, BM=64 once.
+        assert_eq!(
+            runners_up(&found, &c(32), 1.0, 3),
+            vec![c(16), c(64), c(128)]
+        );
+        assert_eq!(runners_up(&found, &c(32), 1.0, 2), vec![c(16), c(64)]);
+        // Nothing was faster than the runtime's kernel: nothing to time again.
+        assert!(runners_up(&found, &c(16), 0.7, 3).is_empty());
     }
 }

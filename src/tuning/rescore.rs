@@ -29,12 +29,50 @@ pub struct Recorded {
     pub shapes: Vec<ShapeEval>,
 }
 
+impl Recorded {
+    /// The parts of one run (`autotune evaluate --part K/N`, one GPU, op and seed) as one
+    /// record, their shapes in the order given.
+    pub fn join(parts: Vec<Recorded>) -> Result<Option<Recorded>, RescoreError> {
+        let mut parts = parts.into_iter();
+        let Some(mut out) = parts.next() else {
+            return Ok(None);
+        };
+        for p in parts {
+            let differ = |what, a: String, b: String| {
+                (a != b).then_some(RescoreError::Mixed {
+                    what,
+                    first: a,
+                    other: b,
+                })
+            };
+            if let Some(e) = differ("GPU", out.gpu.clone(), p.gpu.clone())
+                .or_else(|| differ("op", out.op.to_string(), p.op.to_string()))
+                .or_else(|| differ("seed", out.seed.to_string(), p.seed.to_string()))
+            {
+                return Err(e);
+            }
+            out.shapes.extend(p.shapes);
+        }
+        Ok(Some(out))
+    }
+}
+
 /// Why a recorded evaluation cannot be re-scored.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum RescoreError {
     /// The database does not describe the GPU the run measured.
     #[error("the database has no [[gpu]] record for '{0}', the GPU the evaluation ran on")]
     NoGpu(String),
+    /// Records read as one run are of different GPUs, ops or seeds.
+    #[error("the recorded evaluations differ in their {what} ({first} and {other}): give the --json files of the parts of one run")]
+    Mixed {
+        /// What differs: GPU, op or seed.
+        what: &'static str,
+        /// The first record's.
+        first: String,
+        /// The other's.
+        other: String,
+    },
     /// A shape's record names fewer policies than the rules re-scored.
     #[error("{shape}: the record has {found} choices, not one per policy ({expected})")]
     Policies {
@@ -191,6 +229,7 @@ mod tests {
                 best: None,
                 timed: times.len(),
                 times,
+                confirmed: Vec::new(),
             }],
         }
     }

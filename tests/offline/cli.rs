@@ -675,6 +675,65 @@ fn evaluate_rescores_a_committed_measurement_without_a_gpu() {
     );
 }
 
+/// `evaluate --rescore A B`: the parts of one run (`--part K/N`) read as one, in the order
+/// given; parts of different GPUs are refused, and so is a part that is not K/N.
+#[test]
+fn evaluate_rescores_the_parts_of_one_run_together() {
+    let dir = tempfile::tempdir().unwrap();
+    let rec = "results/untuned/evaluate-gemm-2026-h100.json";
+    let mut whole: serde_json::Value =
+        serde_json::from_str(&fs::read_to_string(rec).unwrap()).unwrap();
+    let shapes = whole["shapes"].as_array().unwrap().clone();
+    let (first, second) = shapes.split_at(20);
+    let write = |name: &str, part: &[serde_json::Value], v: &mut serde_json::Value| {
+        v["shapes"] = serde_json::Value::Array(part.to_vec());
+        let p = dir.path().join(name);
+        fs::write(&p, v.to_string()).unwrap();
+        p
+    };
+    let a = write("a.json", first, &mut whole);
+    let b = write("b.json", second, &mut whole);
+    let json = dir.path().join("joined.json");
+    let out = ok(&[
+        "evaluate",
+        "--rescore",
+        a.to_str().unwrap(),
+        b.to_str().unwrap(),
+        "--json",
+        json.to_str().unwrap(),
+    ]);
+    assert!(
+        out.contains("summary (gemm, 50 shapes, NVIDIA H100 80GB HBM3)"),
+        "{out}"
+    );
+    let v: serde_json::Value = serde_json::from_str(&fs::read_to_string(&json).unwrap()).unwrap();
+    let labels: Vec<&serde_json::Value> = v["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| &s["label"])
+        .collect();
+    let recorded: Vec<&serde_json::Value> = shapes.iter().map(|s| &s["label"]).collect();
+    assert_eq!(labels, recorded);
+
+    whole["gpu"] = "NVIDIA H200".into();
+    let other = write("other.json", second, &mut whole);
+    common::fails_with(
+        &[
+            "evaluate",
+            "--rescore",
+            a.to_str().unwrap(),
+            other.to_str().unwrap(),
+        ],
+        &["differ in their GPU", "NVIDIA H200"],
+    );
+    common::check_usage(
+        &common::run(&["evaluate", "--random", "4", "--part", "3/2"]),
+        &["give the part as K/N, 1 <= K <= N"],
+    )
+    .unwrap();
+}
+
 // ---------------------------------------------------------------------------------------------
 // The docs: what they say the command line does, and where they point
 

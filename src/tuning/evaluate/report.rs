@@ -112,14 +112,31 @@ pub fn render(op: Op, gpu: &str, seed: u64, evals: &[ShapeEval], source: &str) -
         None if searched => format!("{what}: no shape has one (every kernel compared failed)"),
         None => format!("{what}: not measured (give --tune-budget N)"),
     };
-    let regret_line = format!(
+    let confirmed = evals.iter().filter(|e| !e.confirmed.is_empty()).count();
+    let mut regret_line = format!(
         "{}\n{}",
-        line("regret of the runtime's kernel (its time / the best kernel found)", &regret[0]),
+        line(
+            if confirmed > 0 {
+                "regret of the runtime's kernel (its time / the best kernel found; timed again side by side where another was faster)"
+            } else {
+                "regret of the runtime's kernel (its time / the best kernel found)"
+            },
+            &regret[0]
+        ),
         line(
             "regret of the runtime's choice (what it runs, cuBLAS where guarded / the best of the kernels found and cuBLAS)",
             &regret[1]
         )
     );
+    if confirmed > 0 {
+        regret_line.push('\n');
+        regret_line.push_str(&line(
+            &format!(
+                "regret of the runtime's kernel from single timings (before {confirmed} shapes were timed again)"
+            ),
+            &regret[2],
+        ));
+    }
     let text = format!(
         "{}\nsummary ({op}, {} shapes, {gpu}):\n{}\n{regret_line}\n{forms}\n{}\n",
         table.render(),
