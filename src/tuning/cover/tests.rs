@@ -130,6 +130,26 @@ fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
     assert!(fresh
         .iter()
         .all(|s| s.form == nt && s.m <= 16 && (third(s.n) || third(s.k))));
+    // The row counts between powers of two at those widths: new points only off both files.
+    let between_m = Grid::load(Path::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/configs/coverage/gemm-nt-between-m.toml"
+    )))
+    .unwrap();
+    assert_eq!(between_m.form, nt);
+    let fresh_m: Vec<Shape> = between_m
+        .shapes()
+        .into_iter()
+        .filter(|s| !shapes.contains(s) && !fresh.contains(s))
+        .collect();
+    assert_eq!(
+        fresh_m.len(),
+        3 * (36 - 9),
+        "every width pair but the powers of four"
+    );
+    assert!(fresh_m
+        .iter()
+        .all(|s| [3, 6, 12].contains(&s.m) && (third(s.n) || third(s.k))));
     // The NT file with a flag for beta; a batched form takes gemm-batched.toml's counts;
     // another layout, and every other form but the plain one, takes gemm-forms.toml's sizes
     // in its form.
