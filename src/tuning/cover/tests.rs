@@ -4,6 +4,14 @@ use super::*;
 use crate::problem::Layout;
 use std::path::Path;
 
+/// A grid file of configs/coverage/, loaded as `autotune cover --grid` loads it.
+fn shipped_grid(name: &str) -> Grid {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("configs/coverage")
+        .join(name);
+    Grid::load(&path).unwrap()
+}
+
 fn c(bm: i64) -> Config {
     Config {
         family: "f".into(),
@@ -66,11 +74,7 @@ fn builtin_grids_load_cap_and_thin() {
         assert!(pool.iter().any(|s| s.m == *m), "no pool shape with M = {m}");
     }
     assert!(pool.iter().all(|s| shapes.contains(s)));
-    let odd = Grid::load(Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/configs/coverage/gemm-unaligned.toml"
-    )))
-    .unwrap();
+    let odd = shipped_grid("gemm-unaligned.toml");
     assert!(odd
         .shapes()
         .iter()
@@ -108,18 +112,10 @@ fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
     }
     assert!(shapes.iter().filter(|s| s.m <= 16).count() >= shapes.len() / 3);
     // The file names its form, so --grid alone measures NT.
-    let file = Grid::load(Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/configs/coverage/gemm-nt.toml"
-    )))
-    .unwrap();
+    let file = shipped_grid("gemm-nt.toml");
     assert_eq!(file.form, nt);
     // Few tokens between the NT grid's widths: every new (N, K) pair has a width of 3 x 4^i.
-    let between = Grid::load(Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/configs/coverage/gemm-nt-between.toml"
-    )))
-    .unwrap();
+    let between = shipped_grid("gemm-nt-between.toml");
     let fresh: Vec<Shape> = between
         .shapes()
         .into_iter()
@@ -131,11 +127,7 @@ fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
         .iter()
         .all(|s| s.form == nt && s.m <= 16 && (third(s.n) || third(s.k))));
     // The row counts between powers of two at those widths: new points only off both files.
-    let between_m = Grid::load(Path::new(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/configs/coverage/gemm-nt-between-m.toml"
-    )))
-    .unwrap();
+    let between_m = shipped_grid("gemm-nt-between-m.toml");
     assert_eq!(between_m.form, nt);
     let fresh_m: Vec<Shape> = between_m
         .shapes()
