@@ -31,7 +31,7 @@
 //!
 //! An optional `[model]` section gives the performance model ([`crate::plan::model`]) figures it
 //! cannot derive from the launch geometry (`registers` per thread, `global_bytes` in all,
-//! `bytes_in_flight` per thread, `block_outputs` per block), as expressions over the same
+//! `bytes_in_flight` per thread, `block_outputs` per block, `k_splits` per tile), as expressions over the same
 //! names; see [`ModelHints`].
 
 use crate::family::expr::{Env, Expr, ExprError};
@@ -186,6 +186,10 @@ struct ModelFile {
     /// Outputs of C each block computes, padding included (a block tile's `BM * BN`).
     #[serde(default)]
     block_outputs: Option<String>,
+    /// Slices K is cut into, each a block of its own (a split along grid y); without it, grid
+    /// z past the batch's products is taken as the split.
+    #[serde(default)]
+    k_splits: Option<String>,
 }
 
 /// A family's figures for the performance model, for one config on one shape: what the space
@@ -205,6 +209,9 @@ pub struct ModelHints {
     /// `[model] block_outputs`: outputs of C each block computes, the rows and columns of its
     /// tile past the edges of C included (without it, the model takes a block's share of C).
     pub block_outputs: Option<i64>,
+    /// `[model] k_splits`: slices of K, each a block of its own, per tile (without it, grid z
+    /// past the batch's products).
+    pub k_splits: Option<i64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -344,7 +351,7 @@ pub struct Space {
     /// How the kernels compute the products (`math`, `simt` unless said).
     pub math: Math,
     /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency, block outputs.
-    model: [Option<Expr>; 5],
+    model: [Option<Expr>; 6],
 }
 
 /// Why a plain-interface family has no config for a problem of another form.
@@ -481,8 +488,9 @@ impl Space {
                 opt("model.bytes_in_flight", &m.bytes_in_flight)?,
                 opt("model.fma_efficiency_pct", &m.fma_efficiency_pct)?,
                 opt("model.block_outputs", &m.block_outputs)?,
+                opt("model.k_splits", &m.k_splits)?,
             ],
-            None => [None, None, None, None, None],
+            None => [None, None, None, None, None, None],
         };
         if file.launch.workspace_zero.is_some() && file.launch.workspace_bytes.is_none() {
             return Err(invalid(
@@ -759,10 +767,10 @@ impl Space {
             Some(e) => self.eval_in(e, "launch.shared_bytes", &env)?,
             None => 0,
         };
-        let [registers, global_bytes, bytes_in_flight, fma_efficiency_pct, block_outputs] = self
-            .model
-            .clone()
-            .map(|e| e.and_then(|e| e.eval(&env).ok()));
+        let [registers, global_bytes, bytes_in_flight, fma_efficiency_pct, block_outputs, k_splits] =
+            self.model
+                .clone()
+                .map(|e| e.and_then(|e| e.eval(&env).ok()));
         Ok(ModelHints {
             static_shared_bytes,
             registers,
@@ -770,6 +778,7 @@ impl Space {
             bytes_in_flight,
             fma_efficiency_pct,
             block_outputs,
+            k_splits,
         })
     }
 

@@ -27,7 +27,7 @@
 //!   on top of the compulsory traffic; zeroing it every launch costs a launch and a pass.
 //!
 //! A space file may refine the per-config figures in an optional `[model]` section
-//! (`registers`, `global_bytes`, `bytes_in_flight`, `block_outputs`; see
+//! (`registers`, `global_bytes`, `bytes_in_flight`, `block_outputs`, `k_splits`; see
 //! [`crate::family::space::ModelHints`]); without
 //! one the model uses the generic defaults described on [`estimate`]. The estimate is a
 //! ranking heuristic: it knows nothing of coalescing, vector widths or instruction mixes.
@@ -209,14 +209,17 @@ pub fn estimate(op: Op, shape: Shape, fp: &Footprint, machine: &Machine) -> Esti
     let bw = machine.dram_gbs.max(1e-3) * 1e9;
 
     // Work per thread (gemm): outputs of C per block and per thread. Grid z walks the products
-    // of a batch (one per slot, up to the grid's limit) and, beyond them, splits of K.
+    // of a batch (one per slot, up to the grid's limit) and, beyond them, splits of K, unless
+    // the family says how many slices of K there are (a split along grid y).
     let products = shape.form.batch.max(1);
     let batch = products as f64;
-    let split = if op == Op::Gemm {
-        let z = u64::from(l.grid.2).max(1);
-        (z / z.min(products)).max(1)
-    } else {
-        1
+    let split = match (op, h.k_splits) {
+        (Op::Gemm, Some(s)) if s > 0 => (s as u64).min(blocks),
+        (Op::Gemm, _) => {
+            let z = u64::from(l.grid.2).max(1);
+            (z / z.min(products)).max(1)
+        }
+        _ => 1,
     };
     let tiles = (blocks / split).max(1) as f64;
     // A block computes its whole tile, the rows and columns past C's edges included, where the
@@ -627,5 +630,33 @@ mod tests {
             eight.compute_ms > 6.0 * one.compute_ms,
             "{eight:?} vs {one:?}"
         );
+    }
+
+    #[test]
+    fn a_split_along_grid_y_is_a_split_of_k_where_the_family_says_so() {
+        let m = h100();
+        // 4 tiles of 128 x 128 over 256 x 256, K = 16384 cut into 16 slices: 64 blocks, each a
+        // whole tile over a sixteenth of K.
+        let shape = Shape::mnk(256, 256, 16384);
+        let mut along_z = launch(4, 256, 64 * 1024);
+        along_z.launch.grid.2 = 16;
+        along_z.hints.block_outputs = Some(128 * 128);
+        let mut along_y = launch(4, 256, 64 * 1024);
+        along_y.launch.grid.1 = 16;
+        along_y.hints.block_outputs = Some(128 * 128);
+        let z = estimate(Op::Gemm, shape, &along_z, &m);
+        let unsaid = estimate(Op::Gemm, shape, &along_y, &m);
+        // Unsaid, a y split is taken as 64 tiles, each over the whole K: 16 times the work.
+        assert!(
+            unsaid.compute_ms > 8.0 * z.compute_ms,
+            "{unsaid:?} vs {z:?}"
+        );
+        along_y.hints.k_splits = Some(16);
+        let y = estimate(Op::Gemm, shape, &along_y, &m);
+        assert!((y.time_ms - z.time_ms).abs() < 1e-12, "{y:?} vs {z:?}");
+        // A figure past the blocks there are is held to them.
+        along_y.hints.k_splits = Some(1 << 40);
+        let capped = estimate(Op::Gemm, shape, &along_y, &m);
+        assert!(capped.time_ms.is_finite() && capped.time_ms > 0.0);
     }
 }
