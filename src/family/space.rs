@@ -31,8 +31,8 @@
 //!
 //! An optional `[model]` section gives the performance model ([`crate::plan::model`]) figures it
 //! cannot derive from the launch geometry (`registers` per thread, `global_bytes` in all,
-//! `bytes_in_flight` per thread, `block_outputs` per block, `k_splits` per tile), as expressions over the same
-//! names; see [`ModelHints`].
+//! `bytes_in_flight` per thread, `block_outputs` per block, `k_splits` per tile), as
+//! expressions over the same names; see [`ModelHints`].
 
 use crate::family::expr::{Env, Expr, ExprError};
 pub use crate::family::math::Math;
@@ -350,7 +350,8 @@ pub struct Space {
     pub arch_specific: Vec<u32>,
     /// How the kernels compute the products (`math`, `simt` unless said).
     pub math: Math,
-    /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency, block outputs.
+    /// `[model]`: registers, global bytes, bytes in flight, FMA efficiency, block outputs, K
+    /// splits.
     model: [Option<Expr>; 6],
 }
 
