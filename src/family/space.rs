@@ -162,58 +162,6 @@ pub fn form_vars(shape: Shape) -> [(&'static str, i64); 4] {
     ]
 }
 
-/// The optional `[model]` section: family-specific figures for the performance model
-/// ([`crate::plan::model`]), as integer expressions over the same names as `[derived]`. Every key is
-/// optional; the model derives a generic default for what is missing.
-#[derive(Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
-struct ModelFile {
-    /// Registers per thread.
-    #[serde(default)]
-    registers: Option<String>,
-    /// Bytes the kernel moves to and from device memory in all.
-    #[serde(default)]
-    global_bytes: Option<String>,
-    /// Bytes of loads each thread keeps in flight (memory-level parallelism).
-    #[serde(default)]
-    bytes_in_flight: Option<String>,
-    /// Percent of the model's generic FMA rate for its thread tile that the family's inner
-    /// loop reaches (below 100 for loops that are not pipelined or issue more instructions
-    /// per FMA than the generic figure assumes, as measured against the best family; above
-    /// 100, up to 800, for a family on faster units than the FP32 pipes, e.g. tensor cores).
-    #[serde(default)]
-    fma_efficiency_pct: Option<String>,
-    /// Outputs of C each block computes, padding included (a block tile's `BM * BN`).
-    #[serde(default)]
-    block_outputs: Option<String>,
-    /// Slices K is cut into, each a block of its own (a split along grid y); without it, grid
-    /// z past the batch's products is taken as the split.
-    #[serde(default)]
-    k_splits: Option<String>,
-}
-
-/// A family's figures for the performance model, for one config on one shape: what the space
-/// file knows beyond the launch geometry. Absent values are left to the model's defaults.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub struct ModelHints {
-    /// Static shared memory per block (`launch.shared_bytes`), bytes; 0 when not given.
-    pub static_shared_bytes: i64,
-    /// `[model] registers`: registers per thread.
-    pub registers: Option<i64>,
-    /// `[model] global_bytes`: bytes moved to and from device memory.
-    pub global_bytes: Option<i64>,
-    /// `[model] bytes_in_flight`: bytes of loads in flight per thread.
-    pub bytes_in_flight: Option<i64>,
-    /// `[model] fma_efficiency_pct`: percent of the FMA issue rate the inner loop reaches.
-    pub fma_efficiency_pct: Option<i64>,
-    /// `[model] block_outputs`: outputs of C each block computes, the rows and columns of its
-    /// tile past the edges of C included (without it, the model takes a block's share of C).
-    pub block_outputs: Option<i64>,
-    /// `[model] k_splits`: slices of K, each a block of its own, per tile (without it, grid z
-    /// past the batch's products).
-    pub k_splits: Option<i64>,
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 struct LaunchFile {
@@ -483,15 +431,14 @@ impl Space {
             t.as_deref().map(|t| parse(place, t)).transpose()
         };
         let model = match &file.model {
-            Some(m) => [
-                opt("model.registers", &m.registers)?,
-                opt("model.global_bytes", &m.global_bytes)?,
-                opt("model.bytes_in_flight", &m.bytes_in_flight)?,
-                opt("model.fma_efficiency_pct", &m.fma_efficiency_pct)?,
-                opt("model.block_outputs", &m.block_outputs)?,
-                opt("model.k_splits", &m.k_splits)?,
-            ],
-            None => [None, None, None, None, None, None],
+            Some(m) => {
+                let mut exprs: [Option<Expr>; 6] = Default::default();
+                for (e, (key, text)) in exprs.iter_mut().zip(m.texts()) {
+                    *e = opt(&format!("model.{key}"), text)?;
+                }
+                exprs
+            }
+            None => Default::default(),
         };
         if file.launch.workspace_zero.is_some() && file.launch.workspace_bytes.is_none() {
             return Err(invalid(
@@ -768,19 +715,11 @@ impl Space {
             Some(e) => self.eval_in(e, "launch.shared_bytes", &env)?,
             None => 0,
         };
-        let [registers, global_bytes, bytes_in_flight, fma_efficiency_pct, block_outputs, k_splits] =
-            self.model
-                .clone()
-                .map(|e| e.and_then(|e| e.eval(&env).ok()));
-        Ok(ModelHints {
-            static_shared_bytes,
-            registers,
-            global_bytes,
-            bytes_in_flight,
-            fma_efficiency_pct,
-            block_outputs,
-            k_splits,
-        })
+        let values = self
+            .model
+            .clone()
+            .map(|e| e.and_then(|e| e.eval(&env).ok()));
+        Ok(ModelHints::new(static_shared_bytes, values))
     }
 
     /// Enumerates and prunes against the constraints and `limits` for `shape`.
@@ -895,7 +834,10 @@ impl Space {
 }
 
 mod extends;
+mod model;
 pub use extends::resolve_extends;
+use model::ModelFile;
+pub use model::ModelHints;
 
 #[cfg(test)]
 mod tests;
