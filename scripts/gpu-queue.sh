@@ -15,7 +15,18 @@
 # function in `bash -c "$(declare -f f); f ..."`).
 # shellcheck shell=bash
 
-: "${Q:?set Q to the state directory of the plan, e.g. /tmp/q1}"
+# The GPU's short name, for the files a plan writes: h100, h200, or gpu for another card.
+gpu_tag() {
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
+  *H100*) echo h100 ;;
+  *H200*) echo h200 ;;
+  *) echo gpu ;;
+  esac
+}
+G=${G:-$(gpu_tag)}
+# A plan sets Q, or PLAN for Q=/tmp/PLAN-G (one state directory per kind of GPU).
+[ -n "${Q:-}" ] || [ -z "${PLAN:-}" ] || Q=/tmp/$PLAN-$G
+: "${Q:?set Q to the state directory of the plan, e.g. /tmp/q1, or PLAN to its name}"
 LIMIT=${LIMIT:-570}
 mkdir -p "$Q/done" "$Q/logs"
 [ -f "$Q/gpu.txt" ] ||
@@ -85,6 +96,29 @@ carried() { # dir name...
     [ -f "$dir/$name" ] || xz -d -k -f "$dir/$name.xz" || return 1
     cp -f "$dir/$name" .gpu/ && chmod +x ".gpu/$name" || return 1
   done
+}
+
+# The steps plans repeat, over the plan's database $DB, writing files named by the GPU's tag $G.
+# evaluate on 60 random problems over all forms:  ev NAME EST OP SEED [flags...]
+ev() { # name estimate op seed extra...
+  local name=$1 est=$2 op=$3 seed=$4
+  shift 4
+  step "$name" "$est" "$AT" evaluate --op "$op" --random 60 --seed "$seed" --forms all \
+    --db "$DB" --out "$Q/evaluate-$name-$G.md" --json "$Q/evaluate-$name-$G.json" "$@"
+}
+# the parts of an evaluate rescored as one run:  joined NAME PART.json...
+joined() { # name parts-json...
+  local name=$1
+  shift
+  step "$name" 20 "$AT" evaluate --db "$DB" --rescore "$@" \
+    --out "$Q/evaluate-$name-$G.md" --json "$Q/evaluate-$name-$G.json"
+}
+# a coverage grid's portfolio widened by the two fastest winners of some families:
+#   add_winners NAME EST --layout tt --beta 1 --family F...
+add_winners() { # name estimate flags...
+  local name=$1 est=$2
+  shift 2
+  step "$name" "$est" "$AT" cover --op gemm --add-winners 2 --db "$DB" "$@"
 }
 
 # The machine may go back between two calls (it is released after a short idle time), and a
