@@ -131,6 +131,17 @@ resume_from() { # archive
   tar xzf "$1" -C "$(dirname "$Q")" && echo "resumed $Q from $1: done $(ls "$Q/done" | tr '\n' ' ')"
 }
 
+# Marks as done the steps that succeeded in an earlier session's call whose database is
+# committed (results/tuning.toml) and whose summary is committed beside its plan, so a new
+# session's plan goes on from there:  done_from results/runs/session57/summary-h100.txt
+# (Not for the parts of an evaluation whose join has not run: their files were on that machine.)
+done_from() { # summary
+  [ -f "$1" ] || return 0
+  local n
+  for n in $(sed -n 's/^== \([^:]*\): rc 0,.*/\1/p' "$1"); do touch "$Q/done/$n"; done
+  echo "done before (from $1): $(ls "$Q/done" | tr '\n' ' ')"
+}
+
 finish() {
   echo "done: $(ls "$Q/done" | tr '\n' ' ')"
   [ -n "${OUT:-}" ] && tar czf "$OUT/$(basename "$Q").tgz" -C "$(dirname "$Q")" "$(basename "$Q")"

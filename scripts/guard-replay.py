@@ -2,23 +2,26 @@
 """Replays recorded evaluations through the runtime's choice, no GPU.
 
 Every problem of the recorded `autotune evaluate --json` files (default: the H100's gemm
-evaluations in results/untuned) is put to `autotune best --json` with the database, and the
+evaluations in results/untuned, kept there xz-compressed) is put to `autotune best --json` with the database, and the
 choice is scored with the times measured for that problem: cuBLAS's time over the chosen
 config's (1 where the vendor guard calls cuBLAS), and the kernel regret (the config's time over
 the best timed there, guard or not). A choice whose config was not timed there is
-counted apart. With two binaries (`--before OLD --after NEW`) it prints both and every problem
-whose choice changed: how a change of the selection rule would have done on problems it was
-not chosen on, before a GPU checks it on fresh seeds.
+counted apart. With two binaries (`--before OLD --after NEW`), or two databases
+(`--before-db OLD.toml`), it prints both and every problem whose choice changed: how a change
+of the selection rule or of a grid would have done on problems it was not chosen on, before a
+GPU checks it on fresh seeds.
 
   python3 scripts/guard-replay.py --after target/release/autotune
   python3 scripts/guard-replay.py --before /tmp/old-autotune --after target/release/autotune
+  python3 scripts/guard-replay.py --after target/release/autotune --before-db /tmp/old.toml
   python3 scripts/guard-replay.py --after target/release/autotune \
-      --files 'results/untuned/evaluate-gemv-3*-h100.json'
+      --files 'results/untuned/evaluate-gemv-3*-h100.json.xz'
 """
 
 import argparse
 import glob
 import json
+import lzma
 import math
 import subprocess
 import sys
@@ -97,8 +100,9 @@ def main():
     ap.add_argument("--after", required=True, help="the autotune binary to score")
     ap.add_argument("--before", help="a second binary to compare with")
     ap.add_argument("--db", default="results/tuning.toml")
+    ap.add_argument("--before-db", help="a second database to compare with (the same binary)")
     ap.add_argument("--gpu", default="h100")
-    ap.add_argument("--files", default="results/untuned/evaluate-gemm-3*-h100.json")
+    ap.add_argument("--files", default="results/untuned/evaluate-gemm-3*-h100.json*")
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
     files = sorted(f for f in glob.glob(a.files) if "shipped" not in f)
@@ -106,7 +110,7 @@ def main():
         sys.exit(f"guard-replay: no evaluation matches {a.files}")
     problems = []
     for f in files:
-        run = json.load(open(f))
+        run = json.load(lzma.open(f) if f.endswith(".xz") else open(f))
         problems.extend(dict(p, op=run["op"]) for p in run["shapes"])
     oracle = [max(1.0, p["cublas_ms"] / p["best_ms"]) for p in problems if p.get("best_ms")]
     print(f"{len(problems)} problems from {len(files)} evaluations ({a.files}), db {a.db}, gpu {a.gpu}")
@@ -114,22 +118,26 @@ def main():
         "oracle (the best timed config or cuBLAS): x cuBLAS geomean "
         f"{math.exp(sum(map(math.log, oracle)) / len(oracle)):.4f}"
     )
-    runs = [("before", a.before), ("after", a.after)] if a.before else [("after", a.after)]
+    if a.before and a.before_db:
+        sys.exit("guard-replay: compare two binaries or two databases, not both")
+    runs = [("after", a.after, a.db)]
+    if a.before or a.before_db:
+        runs.insert(0, ("before", a.before or a.after, a.before_db or a.db))
     picked = {}
-    for label, binary in runs:
-        picked[label] = choices(binary, a.db, a.gpu, problems, a.jobs)
+    for label, binary, db in runs:
+        picked[label] = choices(binary, db, a.gpu, problems, a.jobs)
         errors = [c["error"] for c in picked[label] if "error" in c]
         if errors:
             print(f"{label}: {len(errors)} problems failed, e.g. {errors[0]}")
         pairs = list(zip(problems, picked[label]))
         print(
             summary(
-                f"{label} ({binary})",
+                f"{label} ({binary}, {db})",
                 [score(p, c) for p, c in pairs],
                 [kernel_regret(p, c) for p, c in pairs],
             )
         )
-    if a.before:
+    if len(runs) == 2:
         changed = [
             (p, b, c)
             for p, b, c in zip(problems, picked["before"], picked["after"])
