@@ -134,7 +134,8 @@ for g in sorted({r["gpu"] for r in csv.DictReader(sys.stdin)}): print(g)
   echo "with the vendor guard (what ships), without it, and with the nearest-shape rule. The"
   echo "leave-one-out check of the coverage grids is [untuned/leave-one-out.md](untuned/leave-one-out.md)"
   echo "($(date_of results/untuned/leave-one-out.md)). Each report's measurements (\`--json\`) lie beside it,"
-  echo "those of random seeds xz-compressed: \`xz -dk\` one before \`autotune evaluate --rescore\`."
+  echo "those of random seeds xz-compressed (a report naming X.json: X.json.xz); \`xz -dk\` one before"
+  echo "\`autotune evaluate --rescore\`."
   echo
   echo "| report | GPU | problems | guard | no guard | nearest shape |"
   echo "|---|---|---|---:|---:|---:|"
