@@ -2,8 +2,8 @@
 """Replays recorded evaluations through the runtime's choice, no GPU.
 
 Every problem of the recorded `autotune evaluate --json` files (default: the H100's gemm
-evaluations in results/untuned, kept there xz-compressed) is put to `autotune best --json` with the database, and the
-choice is scored with the times measured for that problem: cuBLAS's time over the chosen
+evaluations in results/untuned, kept there xz-compressed) is put to `autotune best --json` with
+the database, and the choice is scored with the times measured for that problem: cuBLAS's time over the chosen
 config's (1 where the vendor guard calls cuBLAS), and the kernel regret (the config's time over
 the best timed there, guard or not). A choice whose config was not timed there is
 counted apart. With two binaries (`--before OLD --after NEW`), or two databases

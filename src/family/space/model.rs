@@ -4,8 +4,8 @@
 use serde::Deserialize;
 
 /// The optional `[model]` section: family-specific figures for the performance model
-/// ([`crate::plan::model`]), as integer expressions over the same names as `[derived]`. Every key is
-/// optional; the model derives a generic default for what is missing.
+/// ([`crate::plan::model`]), as integer expressions over the same names as `[derived]`. Every
+/// key is optional; the model derives a generic default for what is missing.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(super) struct ModelFile {
