@@ -3,13 +3,13 @@
 
 Every problem of the recorded `autotune evaluate --json` files (default: the H100's gemm
 evaluations in results/untuned, kept there xz-compressed) is put to `autotune best --json` with
-the database, and the choice is scored with the times measured for that problem: cuBLAS's time over the chosen
-config's (1 where the vendor guard calls cuBLAS), and the kernel regret (the config's time over
-the best timed there, guard or not). A choice whose config was not timed there is
-counted apart. With two binaries (`--before OLD --after NEW`), or two databases
-(`--before-db OLD.toml`), it prints both and every problem whose choice changed: how a change
-of the selection rule or of a grid would have done on problems it was not chosen on, before a
-GPU checks it on fresh seeds.
+the database, and the choice is scored with the times measured for that problem: cuBLAS's time
+over the chosen config's (1 where the vendor guard calls cuBLAS), and the kernel regret (the
+config's time over the best timed there, guard or not). A choice whose config was not timed
+there is counted apart. With two binaries (`--before OLD --after NEW`), or two databases
+(`--before-db OLD.toml`), it prints both and every problem whose choice changed: how a change of
+the selection rule or of a grid would have done on problems it was not chosen on, before a GPU
+checks it on fresh seeds.
 
   python3 scripts/guard-replay.py --after target/release/autotune
   python3 scripts/guard-replay.py --before /tmp/old-autotune --after target/release/autotune
