@@ -113,6 +113,14 @@ joined() { # name parts-json...
   step "$name" 20 "$AT" evaluate --db "$DB" --rescore "$@" \
     --out "$Q/evaluate-$name-$G.md" --json "$Q/evaluate-$name-$G.json"
 }
+# evaluate with the kernel regret (--tune-budget 30) in five parts, then joined:  tb_seed SEED EST
+tb_seed() { # seed estimate-per-part
+  local s=$1 est=$2 k
+  for k in 1 2 3 4 5; do
+    ev "gemm-$s-tb-p$k" "$est" gemm "$s" --tune-budget 30 --part "$k/5"
+  done
+  joined "gemm-$s-tb" "$Q"/evaluate-gemm-$s-tb-p{1,2,3,4,5}-$G.json
+}
 # a coverage grid's portfolio widened by the two fastest winners of some families:
 #   add_winners NAME EST --layout tt --beta 1 --family F...
 add_winners() { # name estimate flags...
@@ -136,6 +144,7 @@ resume_from() { # archive
 # session's plan goes on from there:  done_from results/runs/session57/summary-h100.txt
 # (Not for the parts of an evaluation whose join has not run: their files were on that machine.)
 done_from() { # summary
+  [ -n "$(ls -A "$Q/done")" ] && return 0
   [ -f "$1" ] || return 0
   local n
   for n in $(sed -n 's/^== \([^:]*\): rc 0,.*/\1/p' "$1"); do touch "$Q/done/$n"; done

@@ -16,44 +16,14 @@
 #   and 3148 with the regret) and gemm on the same seeds with --tune-budget 30.
 set -uo pipefail
 LIMIT=${1:-570}
-case "$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)" in
-*H100*) G=h100 ;;
-*H200*) G=h200 ;;
-*) G=gpu ;;
-esac
-Q=/tmp/s56-$G
-source scripts/gpu-queue.sh
+PLAN=s56 source scripts/gpu-queue.sh
 carried .gpu56 autotune || exit 1
 resume_from .gpu56/s56-$G.tgz
 DB=$Q/tuning.toml
 [ -f "$DB" ] || cp results/tuning.toml "$DB"
 RESULT_LINES="$RESULT_LINES|^cover: gemm.*adding"
-ev() { # name estimate op seed extra...
-  local name=$1 est=$2 op=$3 seed=$4
-  shift 4
-  step "$name" "$est" "$AT" evaluate --op "$op" --random 60 --seed "$seed" --forms all \
-    --db "$DB" --out "$Q/evaluate-$name-$G.md" --json "$Q/evaluate-$name-$G.json" "$@"
-}
-joined() { # name parts-json...
-  local name=$1
-  shift
-  step "$name" 20 "$AT" evaluate --db "$DB" --rescore "$@" \
-    --out "$Q/evaluate-$name-$G.md" --json "$Q/evaluate-$name-$G.json"
-}
-tb_seed() { # seed estimate-per-part
-  local s=$1 est=$2 k
-  for k in 1 2 3 4 5; do
-    ev "gemm-$s-tb-p$k" "$est" gemm "$s" --tune-budget 30 --part "$k/5"
-  done
-  joined "gemm-$s-tb" "$Q"/evaluate-gemm-$s-tb-p{1,2,3,4,5}-$G.json
-}
 COLS=(--family gemm_tf32x3_wgmma_cols_trunc --family gemm_tf32x3_wgmma_cols_splitk_trunc)
 TRUNC=(--family gemm_tf32x3_wgmma_trunc --family gemm_tf32x3_wgmma_splitk_trunc)
-add() { # name estimate flags...
-  local name=$1 est=$2
-  shift 2
-  step "$name" "$est" "$AT" cover --op gemm --add-winners 2 --db "$DB" "$@"
-}
 layers_untuned() {
   step layers-untuned 80 bash -c "$(declare -f without_suite); without_suite $DB configs/suites/gemm-layers.toml $Q/db-nolayers.toml && $AT evaluate --shapes configs/suites/gemm-layers.toml --db $Q/db-nolayers.toml --out $Q/evaluate-gemm-layers-untuned-$G.md --json $Q/evaluate-gemm-layers-untuned-$G.json"
 }
@@ -66,15 +36,15 @@ if [ "$G" = h200 ]; then
   tb_seed 3147 130
   tb_seed 3148 130
 else
-  add add-tt 160 --layout tt "${COLS[@]}"
-  add add-tn 160 --layout tn "${COLS[@]}"
+  add_winners add-tt 160 --layout tt "${COLS[@]}"
+  add_winners add-tn 160 --layout tn "${COLS[@]}"
   tb_seed 3149 130
   layers_untuned
-  add add-ttb 160 --layout tt --beta 1 "${COLS[@]}"
-  add add-tnb 160 --layout tn --beta 1 "${COLS[@]}"
-  add add-nnb 160 --beta 1 "${COLS[@]}"
-  add add-nna 160 --alpha 2 "${COLS[@]}"
-  add add-ntb 250 --layout nt --beta 1 "${TRUNC[@]}"
+  add_winners add-ttb 160 --layout tt --beta 1 "${COLS[@]}"
+  add_winners add-tnb 160 --layout tn --beta 1 "${COLS[@]}"
+  add_winners add-nnb 160 --beta 1 "${COLS[@]}"
+  add_winners add-nna 160 --alpha 2 "${COLS[@]}"
+  add_winners add-ntb 250 --layout nt --beta 1 "${TRUNC[@]}"
   tb_seed 3150 130
 fi
 cp "$DB" "$Q/summary.txt" "$OUT/" 2>/dev/null

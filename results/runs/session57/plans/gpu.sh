@@ -19,19 +19,12 @@ LIMIT=${1:-540}
 PLAN=s57 source scripts/gpu-queue.sh
 carried .gpu57 autotune || exit 1
 resume_from .gpu57/s57-$G.tgz
-[ -n "$(ls -A "$Q/done")" ] || done_from "results/runs/session57/summary-$G.txt"
+done_from "results/runs/session57/summary-$G.txt"
 DB=$Q/tuning.toml
 [ -f "$DB" ] || cp results/tuning.toml "$DB"
 RESULT_LINES="$RESULT_LINES|^cover: gemm.*adding"
 COLS=(--family gemm_tf32x3_wgmma_cols_trunc --family gemm_tf32x3_wgmma_cols_splitk_trunc)
 TRUNC=(--family gemm_tf32x3_wgmma_trunc --family gemm_tf32x3_wgmma_splitk_trunc)
-tb_seed() { # seed estimate-per-part
-  local s=$1 est=$2 k
-  for k in 1 2 3 4 5; do
-    ev "gemm-$s-tb-p$k" "$est" gemm "$s" --tune-budget 30 --part "$k/5"
-  done
-  joined "gemm-$s-tb" "$Q"/evaluate-gemm-$s-tb-p{1,2,3,4,5}-$G.json
-}
 cols_forms() {
   add_winners add-nnb 110 --beta 1 "${COLS[@]}"
   add_winners add-ttb 110 --layout tt --beta 1 "${COLS[@]}"
