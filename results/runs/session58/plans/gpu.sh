@@ -7,16 +7,19 @@
 # 1.01-1.02 on the NT grids (494 points); on seeds 3147-3149 their random problems carried 42%
 # of the log kernel regret. Each gets the 62 shapes between its sizes
 # (configs/coverage/gemm-forms-between.toml, its portfolio timed there), then gemm on fresh
-# seed 3150 (H100) or 3151 (H200): the guard with the wider grids. Device time is short this
-# session (three tries for a machine failed), so the kernel regret (--tune-budget 30, five
-# parts) waits for the next one; on an H100 session 57's last two steps follow if time is left.
+# seed 3150 (H100) or 3151 (H200) with --tune-budget 30 in five parts, joined (the kernel
+# regret with the wider grids); on an H100 session 57's last two steps follow if time is left.
 # On an H200 first the dense transposed gemv grids and gemv on fresh seed 3151 (none came in
-# sessions 52-57).
+# sessions 52-58).
+# Session 58 ran the first five btw-* steps on an H100 (summary-h100.txt; six tries for a machine
+# failed first, so the device time ran out there). Run as is, a later session goes on from its
+# committed summary with btw-nna (done_from), then the seed.
 set -uo pipefail
 LIMIT=${1:-570}
 PLAN=s58 source scripts/gpu-queue.sh
 carried .gpu58 autotune || exit 1
 resume_from .gpu58/s58-$G.tgz
+done_from "results/runs/session58/summary-$G.txt"
 DB=$Q/tuning.toml
 [ -f "$DB" ] || cp results/tuning.toml "$DB"
 RESULT_LINES="$RESULT_LINES|^cover: gemm"
@@ -40,13 +43,13 @@ between btw-tnb --layout tn --beta 1
 between btw-nnb --beta 1
 between btw-nna --alpha 2
 if [ "$G" = h100 ]; then
-  ev gemm-3150 240 gemm 3150
+  tb_seed 3150 140
   COLS=(--family gemm_tf32x3_wgmma_cols_trunc --family gemm_tf32x3_wgmma_cols_splitk_trunc)
   add_winners add-tnb 110 --layout tn --beta 1 "${COLS[@]}"
   add_winners add-ntb 160 --layout nt --beta 1 --family gemm_tf32x3_wgmma_trunc \
     --family gemm_tf32x3_wgmma_splitk_trunc
 else
-  ev gemm-3151 240 gemm 3151
+  tb_seed 3151 140
 fi
 cp "$DB" "$Q/summary.txt" "$OUT/" 2>/dev/null
 finish
