@@ -151,6 +151,17 @@ done_from() { # summary
   echo "done before (from $1): $(ls "$Q/done" | tr '\n' ' ')"
 }
 
+# The start most plans share: the carried autotune of DIR runnable, the state of the last call
+# (DIR/PLAN-G.tgz) or of a committed summary taken over, and the plan's database $DB (a copy of
+# results/tuning.toml on first use):  begin_plan .gpu58 results/runs/session58/summary-$G.txt
+begin_plan() { # carried-dir summary
+  carried "$1" autotune || return 1
+  resume_from "$1/$(basename "$Q").tgz"
+  done_from "$2"
+  DB=$Q/tuning.toml
+  [ -f "$DB" ] || cp results/tuning.toml "$DB"
+}
+
 finish() {
   echo "done: $(ls "$Q/done" | tr '\n' ' ')"
   [ -n "${OUT:-}" ] && tar czf "$OUT/$(basename "$Q").tgz" -C "$(dirname "$Q")" "$(basename "$Q")"

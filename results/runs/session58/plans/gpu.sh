@@ -17,11 +17,7 @@
 set -uo pipefail
 LIMIT=${1:-570}
 PLAN=s58 source scripts/gpu-queue.sh
-carried .gpu58 autotune || exit 1
-resume_from .gpu58/s58-$G.tgz
-done_from "results/runs/session58/summary-$G.txt"
-DB=$Q/tuning.toml
-[ -f "$DB" ] || cp results/tuning.toml "$DB"
+begin_plan .gpu58 "results/runs/session58/summary-$G.txt" || exit 1
 RESULT_LINES="$RESULT_LINES|^cover: gemm"
 between() { # name flags...
   local name=$1
