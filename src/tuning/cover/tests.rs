@@ -195,6 +195,38 @@ fn the_nt_grid_is_the_layer_call_and_each_form_gets_its_grid() {
 }
 
 #[test]
+fn the_forms_grid_between_adds_shapes_between_every_size_of_the_forms_grid() {
+    let forms = shipped_grid("gemm-forms.toml");
+    let between = shipped_grid("gemm-forms-between.toml");
+    // No form of its own: `cover --extend` with the form's flags measures it in that form.
+    assert_eq!(between.form, Form::PLAIN);
+    assert_eq!(
+        (between.max_macs, between.max_output),
+        (forms.max_macs, forms.max_output)
+    );
+    // Each size lies strictly between two neighbouring sizes of the 8x grid (or past its last
+    // M and N), and each gap of the 8x grid gets one.
+    let inside = |sizes: &[u64], of: &[u64]| {
+        sizes
+            .iter()
+            .all(|d| of.windows(2).any(|w| w[0] < *d && *d < w[1]) || d > of.last().unwrap())
+            && of
+                .windows(2)
+                .all(|w| sizes.iter().any(|d| w[0] < *d && *d < w[1]))
+    };
+    assert!(inside(&between.m, &forms.m), "{:?}", between.m);
+    assert!(inside(&between.n, &forms.n), "{:?}", between.n);
+    assert!(inside(&between.k, &forms.k), "{:?}", between.k);
+    let old = forms.shapes();
+    let new = between.shapes();
+    assert!(new.len() >= 50, "{}", new.len());
+    assert!(new.iter().all(|s| !old.contains(s)));
+    // Rows of both alignments (16-byte multiples or not), as the guard needs evidence of each.
+    assert!(new.iter().any(|s| s.n % 4 == 0 && s.k % 4 == 0));
+    assert!(new.iter().any(|s| s.n % 4 != 0 || s.k % 4 != 0));
+}
+
+#[test]
 fn a_form_is_searched_and_seeded_with_the_families_that_compute_it() {
     let cat = Catalog::builtin().unwrap();
     let nt = Form {
