@@ -152,12 +152,13 @@ done_from() { # summary
 }
 
 # The start most plans share: the carried autotune of DIR runnable, the state of the last call
-# (DIR/PLAN-G.tgz) or of a committed summary taken over, and the plan's database $DB (a copy of
-# results/tuning.toml on first use):  begin_plan .gpu58 results/runs/session58/summary-$G.txt
-begin_plan() { # carried-dir summary
+# (DIR/PLAN-G.tgz) or of a committed summary (when given) taken over, and the plan's database
+# $DB (a copy of results/tuning.toml on first use):
+#   begin_plan .gpu58 results/runs/session58/summary-$G.txt
+begin_plan() { # carried-dir [summary]
   carried "$1" autotune || return 1
   resume_from "$1/$(basename "$Q").tgz"
-  done_from "$2"
+  [ -z "${2:-}" ] || done_from "$2"
   DB=$Q/tuning.toml
   [ -f "$DB" ] || cp results/tuning.toml "$DB"
 }

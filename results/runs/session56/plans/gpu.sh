@@ -17,10 +17,7 @@
 set -uo pipefail
 LIMIT=${1:-570}
 PLAN=s56 source scripts/gpu-queue.sh
-carried .gpu56 autotune || exit 1
-resume_from .gpu56/s56-$G.tgz
-DB=$Q/tuning.toml
-[ -f "$DB" ] || cp results/tuning.toml "$DB"
+begin_plan .gpu56 || exit 1
 RESULT_LINES="$RESULT_LINES|^cover: gemm.*adding"
 COLS=(--family gemm_tf32x3_wgmma_cols_trunc --family gemm_tf32x3_wgmma_cols_splitk_trunc)
 TRUNC=(--family gemm_tf32x3_wgmma_trunc --family gemm_tf32x3_wgmma_splitk_trunc)

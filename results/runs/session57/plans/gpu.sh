@@ -17,11 +17,7 @@
 set -uo pipefail
 LIMIT=${1:-540}
 PLAN=s57 source scripts/gpu-queue.sh
-carried .gpu57 autotune || exit 1
-resume_from .gpu57/s57-$G.tgz
-done_from "results/runs/session57/summary-$G.txt"
-DB=$Q/tuning.toml
-[ -f "$DB" ] || cp results/tuning.toml "$DB"
+begin_plan .gpu57 "results/runs/session57/summary-$G.txt" || exit 1
 RESULT_LINES="$RESULT_LINES|^cover: gemm.*adding"
 COLS=(--family gemm_tf32x3_wgmma_cols_trunc --family gemm_tf32x3_wgmma_cols_splitk_trunc)
 TRUNC=(--family gemm_tf32x3_wgmma_trunc --family gemm_tf32x3_wgmma_splitk_trunc)
