@@ -18,6 +18,12 @@ set -uo pipefail
 LIMIT=${1:-570}
 PLAN=s58 source scripts/gpu-queue.sh
 begin_plan .gpu58 "results/runs/session58/summary-$G.txt" || exit 1
+# Session 59 ran btw-nna too (its database is committed); the seed's parts it ran live only in
+# its call's archive, so without that archive the seed starts again from part 1.
+[ -f "results/runs/session59/summary-$G.txt" ] &&
+  for n in $(sed -n 's/^== \(btw-[^:]*\): rc 0,.*/\1/p' "results/runs/session59/summary-$G.txt"); do
+    touch "$Q/done/$n"
+  done
 RESULT_LINES="$RESULT_LINES|^cover: gemm"
 between() { # name flags...
   local name=$1
